@@ -1,0 +1,84 @@
+// bindings/cli/info_command.cpp
+//
+// `ringload info URI [--json]`: what a file holds, read from its index alone.
+#include "commands.hpp"
+#include "tensor_json.hpp"
+
+#include "ringload/ringload.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace ringload::cli {
+namespace {
+
+struct InfoArgs {
+    std::string uri;
+    bool json = false;
+};
+
+std::string shape_text(const TensorInfo& tensor) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
+        text += (i == 0 ? "" : ", ") + std::to_string(tensor.shape[i]);
+    }
+    return text + "]";
+}
+
+std::string flags_text(const Index& index) { return index.encrypted ? "encrypted" : "none"; }
+
+int run_info(const InfoArgs& args) {
+    auto opened = Deserializer::open(args.uri);
+    if (!opened) {
+        return report_error(opened.error().message());
+    }
+    const Index& index = opened->index();
+    if (args.json) {
+        nlohmann::json out;
+        out["format"] = index.format;
+        out["data_version"] = index.data_version;
+        out["feature_flags"] = index.feature_flags;
+        out["encrypted"] = index.encrypted;
+        out["file_bytes"] = index.source_size_bytes;
+        out["tensor_bytes"] = index.total_tensor_bytes();
+        out["tensors"] = nlohmann::json::array();
+        for (const auto& tensor : index.tensors) {
+            nlohmann::json row;
+            row["name"] = tensor.name;
+            row["path"] = path_json(tensor);
+            row["dtype"] = std::string(torch_name(tensor.dtype));
+            row["shape"] = shape_json(tensor);
+            row["bytes"] = tensor.byte_length;
+            row["meta"] = tensor.is_meta;
+            row["tensor_type"] = tensor.tensor_type;
+            row["data_offset"] = tensor.data_offset_bytes;
+            out["tensors"].push_back(std::move(row));
+        }
+        std::cout << dump_json(out) << "\n";
+        return 0;
+    }
+    std::printf("format: %s, data version %u, feature flags: %s\n", index.format.c_str(), index.data_version,
+                flags_text(index).c_str());
+    std::printf("%zu tensors, %llu bytes of tensor data, file %llu bytes\n", index.tensors.size(),
+                static_cast<unsigned long long>(index.total_tensor_bytes()),
+                static_cast<unsigned long long>(index.source_size_bytes));
+    for (const auto& tensor : index.tensors) {
+        std::printf("  %-48s %-10s %-20s %12llu%s\n", tensor.display_name().c_str(),
+                    std::string(torch_name(tensor.dtype)).c_str(), shape_text(tensor).c_str(),
+                    static_cast<unsigned long long>(tensor.byte_length), tensor.is_meta ? "  meta" : "");
+    }
+    return 0;
+}
+
+} // namespace
+
+Run add_info_command(CLI::App& app) {
+    auto args = std::make_shared<InfoArgs>();
+    auto* command = app.add_subcommand("info", "Show a file's format, version and tensors");
+    command->add_option("uri", args->uri, "File path (or file:// URI)")->required();
+    command->add_flag("--json", args->json, "Print one JSON object");
+    return [args] { return run_info(*args); };
+}
+
+} // namespace ringload::cli

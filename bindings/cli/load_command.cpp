@@ -1,0 +1,140 @@
+// bindings/cli/load_command.cpp
+//
+// `ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json]`: loads
+// every (matching) tensor into host memory and prints a summary, or one JSON object.
+#include "commands.hpp"
+#include "progress_bar.hpp"
+#include "tensor_json.hpp"
+
+#include "ringload/ringload.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <regex>
+
+namespace ringload::cli {
+namespace {
+
+struct LoadArgs {
+    std::string uri;
+    std::string device = "cpu";
+    bool verify = false;
+    bool sha256 = false;
+    bool json = false;
+    std::string filter;
+    std::string read_mode = "auto";
+    std::uint32_t slot_count = 32;
+    std::size_t slot_size_bytes = 4 << 20;
+    std::size_t threads = 0;
+};
+
+Result<ReadMode> parse_read_mode(const std::string& text) {
+    if (text == "auto") {
+        return ReadMode::automatic;
+    }
+    if (text == "direct") {
+        return ReadMode::direct;
+    }
+    if (text == "buffered") {
+        return ReadMode::buffered;
+    }
+    return fail(errc::invalid_argument, "--read-mode must be auto, direct or buffered");
+}
+
+void print_json(const LoadedModel& model, const Index& index, bool with_sha256) {
+    nlohmann::json out;
+    out["format"] = index.format;
+    out["bytes"] = model.bytes;
+    out["seconds"] = model.seconds;
+    out["tensors"] = nlohmann::json::array();
+    for (const auto& tensor : model.tensors) {
+        nlohmann::json row;
+        row["name"] = tensor.info.name;
+        row["path"] = path_json(tensor.info);
+        row["dtype"] = std::string(torch_name(tensor.info.dtype));
+        row["shape"] = shape_json(tensor.info);
+        if (with_sha256) {
+            row["sha256"] = tensor.sha256_hex;
+        }
+        out["tensors"].push_back(std::move(row));
+    }
+    std::cout << dump_json(out) << "\n";
+}
+
+void print_summary(const LoadedModel& model, bool with_sha256) {
+    if (with_sha256) {
+        for (const auto& tensor : model.tensors) {
+            std::printf("%s  %s\n", tensor.sha256_hex.c_str(), tensor.info.display_name().c_str());
+        }
+    }
+    double rate = model.seconds > 0 ? static_cast<double>(model.bytes) / model.seconds / 1e9 : 0;
+    std::printf("loaded %zu tensors, %llu bytes in %.3f s: %.2f GB/s (%s)\n", model.tensors.size(),
+                static_cast<unsigned long long>(model.bytes), model.seconds, rate, model.how.c_str());
+}
+
+int run_load(const LoadArgs& args) {
+    if (args.device != "cpu") {
+        return report_error("--device " + args.device +
+                            ": only cpu is available in this version (GPU loading is not built yet)");
+    }
+    auto mode = parse_read_mode(args.read_mode);
+    if (!mode) {
+        return report_error(mode.error().message());
+    }
+    LoadOptions options;
+    options.verify_hashes = args.verify;
+    options.compute_sha256 = args.sha256;
+    options.slot_count = args.slot_count;
+    options.slot_size_bytes = args.slot_size_bytes;
+    options.worker_threads = args.threads;
+    if (!args.filter.empty()) {
+        std::regex pattern;
+        try {
+            pattern = std::regex(args.filter, std::regex::ECMAScript);
+        } catch (const std::regex_error& error) {
+            return report_error("--filter '" + args.filter + "' is not a valid regular expression: " + error.what());
+        }
+        options.filter = [pattern](const TensorInfo& tensor) {
+            return std::regex_search(tensor.display_name(), pattern);
+        };
+    }
+    ProgressBar bar;
+    if (bar.enabled()) {
+        options.progress = [&bar](const Progress& progress) { bar.update(progress); };
+    }
+    auto opened = Deserializer::open(args.uri, {*mode});
+    if (!opened) {
+        return report_error(opened.error().message());
+    }
+    auto loaded = opened->load(options);
+    if (!loaded) {
+        return report_error(loaded.error().message());
+    }
+    if (args.json) {
+        print_json(*loaded, opened->index(), args.sha256);
+    } else {
+        print_summary(*loaded, args.sha256);
+    }
+    return 0;
+}
+
+} // namespace
+
+Run add_load_command(CLI::App& app) {
+    auto args = std::make_shared<LoadArgs>();
+    auto* command = app.add_subcommand("load", "Load every (matching) tensor into memory");
+    command->add_option("uri", args->uri, "File path (or file:// URI)")->required();
+    command->add_option("--device", args->device, "Where tensors go (cpu)");
+    command->add_flag("--verify", args->verify, "Check the stored CRC32 and SHA-256 of every tensor");
+    command->add_option("--filter", args->filter, "Load only tensors whose name matches this regex");
+    command->add_flag("--sha256", args->sha256, "Print the SHA-256 of each tensor's bytes as loaded");
+    command->add_flag("--json", args->json, "Print one JSON object");
+    command->add_option("--read-mode", args->read_mode, "auto, direct (O_DIRECT) or buffered");
+    command->add_option("--slots", args->slot_count, "Ring slots (reads in flight)");
+    command->add_option("--slot-size", args->slot_size_bytes, "Bytes per ring slot (multiple of 4096)");
+    command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
+    return [args] { return run_load(*args); };
+}
+
+} // namespace ringload::cli

@@ -1,0 +1,39 @@
+// bindings/cli/main.cpp
+//
+// ringload info URI [--json]
+// ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json] ...
+#include "commands.hpp"
+
+#include "ringload/error.hpp"
+
+#include <cstdio>
+#include <exception>
+
+namespace ringload::cli {
+
+int report_error(const std::string& message) {
+    std::fprintf(stderr, "ringload: %s\n", message.c_str());
+    return 1;
+}
+
+} // namespace ringload::cli
+
+int main(int argc, char** argv) {
+    CLI::App app{"ringload: load model weights as fast as the hardware allows"};
+    app.require_subcommand(1);
+    auto run_info = ringload::cli::add_info_command(app);
+    auto run_load = ringload::cli::add_load_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error);
+    }
+    try {
+        if (app.got_subcommand("info")) {
+            return run_info();
+        }
+        return run_load();
+    } catch (const std::exception& error) {
+        return ringload::cli::report_error(error.what());
+    }
+}

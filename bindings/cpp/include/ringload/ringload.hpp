@@ -1,0 +1,90 @@
+// bindings/cpp/include/ringload/ringload.hpp
+//
+// The C++ API for embedding ringload in a server: open a file (a URI), read its index, load
+// all or some tensors into host memory with progress and cancellation.
+//
+//     auto opened = ringload::Deserializer::open("/models/gpt2.tensors");
+//     if (!opened) { log(opened.error().message()); return; }
+//     ringload::LoadOptions options;
+//     options.verify_hashes = true;
+//     options.filter = [](const ringload::TensorInfo& t) { return t.name.starts_with("transformer."); };
+//     auto loaded = opened->load(options);          // Result<LoadedModel>
+//     for (const auto& tensor : loaded->tensors) { use(tensor.info.name, tensor.bytes); }
+//
+// Tensors live in one host arena owned by LoadedModel (and by any copy of its shared_ptr).
+// Thread: a Deserializer is used by one thread at a time; distinct ones are independent.
+#pragma once
+
+#include "ringload/error.hpp"
+#include "ringload/progress.hpp"
+#include "ringload/tensor_info.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringload {
+
+class HostArena;
+
+enum class ReadMode : std::uint8_t {
+    automatic,  // O_DIRECT for cold files, the page cache for cached ones
+    direct,
+    buffered,
+};
+
+struct OpenOptions {
+    ReadMode read_mode = ReadMode::automatic;
+};
+
+struct LoadOptions {
+    std::uint32_t slot_count = 32;              // ring slots: reads in flight
+    std::size_t slot_size_bytes = 4 << 20;      // bytes per read (a multiple of 4096)
+    std::size_t worker_threads = 0;             // 0: one per available core
+    bool verify_hashes = false;                 // check stored CRC32 and SHA-256
+    bool compute_sha256 = false;                // fill LoadedTensor::sha256_hex
+    std::function<bool(const TensorInfo&)> filter;  // empty: every tensor
+    ProgressCallback progress;
+    const CancelToken* cancel = nullptr;
+};
+
+struct LoadedTensor {
+    TensorInfo info;
+    std::span<std::byte> bytes;  // C order, little-endian, byte_length bytes
+    std::string sha256_hex;      // with LoadOptions::compute_sha256
+};
+
+struct LoadedModel {
+    std::shared_ptr<HostArena> arena;  // owns every tensor's bytes
+    std::vector<LoadedTensor> tensors; // in file order
+    std::uint64_t bytes = 0;           // tensor bytes produced
+    std::uint64_t bytes_read = 0;      // bytes read from the source
+    double seconds = 0;                // the load, without compute_sha256
+    std::string how;                   // "O_DIRECT io_uring", ...
+};
+
+class Deserializer {
+public:
+    // A local path or file:// URI. (http, https, s3 and redis arrive with the network sources.)
+    static Result<Deserializer> open(std::string_view uri, OpenOptions options = {});
+
+    Deserializer(Deserializer&&) noexcept;
+    Deserializer& operator=(Deserializer&&) noexcept;
+    ~Deserializer();
+
+    const Index& index() const noexcept;
+    const std::string& uri() const noexcept;
+    Result<LoadedModel> load(const LoadOptions& options = {});
+
+private:
+    struct Impl;
+    explicit Deserializer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ringload

@@ -1,0 +1,150 @@
+// bindings/cpp/src/deserializer.cpp
+#include "ringload/ringload.hpp"
+
+#include "formats/tensorizer/load_graph.hpp"
+#include "formats/tensorizer/reader.hpp"
+#include "ringload/engine/executor.hpp"
+#include "ringload/engine/hashes.hpp"
+#include "ringload/host_arena.hpp"
+#include "ringload/io/file_source.hpp"
+#include "uri.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <optional>
+
+namespace ringload {
+namespace {
+
+// Runs one task to completion on the loop (the calling thread drives all I/O).
+template <class T>
+Result<T> run_on_loop(asio::io_context& loop, Task<Result<T>> task) {
+    std::optional<Result<T>> out;
+    asio::co_spawn(loop, std::move(task), [&out](std::exception_ptr error, Result<T> result) {
+        if (error) {
+            try {
+                std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+                out.emplace(fail(errc::io_error, std::string("internal error: ") + e.what()));
+            }
+        } else {
+            out.emplace(std::move(result));
+        }
+    });
+    loop.restart();
+    loop.run();
+    RL_ASSERT(out.has_value(), "the loop stopped before the task finished");
+    return std::move(*out);
+}
+
+FileReadMode file_read_mode(ReadMode mode) {
+    switch (mode) {
+    case ReadMode::direct: return FileReadMode::direct;
+    case ReadMode::buffered: return FileReadMode::buffered;
+    case ReadMode::automatic: break;
+    }
+    return FileReadMode::automatic;
+}
+
+} // namespace
+
+struct Deserializer::Impl {
+    std::string uri;
+    asio::io_context loop{1};
+    std::unique_ptr<Source> source;
+    Index index;
+    std::unique_ptr<BufferRing> ring;
+
+    Result<BufferRing*> ring_for(const LoadOptions& options) {
+        if (ring && ring->slot_count() == options.slot_count && ring->slot_size_bytes() == options.slot_size_bytes) {
+            return ring.get();
+        }
+        ring.reset();
+        RL_TRY(created, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
+        ring = std::move(created);
+        if (source->uses_io_uring()) {
+            ring->register_with_io_uring();  // false is fine: plain buffers then
+        }
+        return ring.get();
+    }
+};
+
+Deserializer::Deserializer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Deserializer::Deserializer(Deserializer&&) noexcept = default;
+Deserializer& Deserializer::operator=(Deserializer&&) noexcept = default;
+Deserializer::~Deserializer() {
+    if (impl_) {
+        impl_->ring.reset();  // before the loop (and its io_uring) goes
+    }
+}
+
+const Index& Deserializer::index() const noexcept { return impl_->index; }
+const std::string& Deserializer::uri() const noexcept { return impl_->uri; }
+
+Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions options) {
+    RL_TRY(path, local_path_of(uri));
+    auto impl = std::make_unique<Impl>();
+    impl->uri = std::string(uri);
+    RL_TRY(source, open_file_source(impl->loop, path, {file_read_mode(options.read_mode)}));
+    impl->source = std::move(source);
+    RL_TRY(index, run_on_loop(impl->loop, tensorizer::read_index(*impl->source)));
+    impl->index = std::move(index);
+    return Deserializer(std::move(impl));
+}
+
+Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    const Index& index = impl_->index;
+
+    // One arena for every wanted tensor, each at a 64-byte boundary.
+    std::vector<std::size_t> selected;
+    std::vector<std::size_t> arena_offsets;
+    std::size_t arena_bytes = 0;
+    for (std::size_t i = 0; i < index.tensors.size(); ++i) {
+        if (options.filter && !options.filter(index.tensors[i])) {
+            continue;
+        }
+        selected.push_back(i);
+        arena_offsets.push_back(arena_bytes);
+        arena_bytes = align_tensor_offset(arena_bytes + index.tensors[i].byte_length);
+    }
+    RL_TRY(arena, HostArena::create(std::max<std::size_t>(arena_bytes, 1)));
+    arena->prefault_in_background();
+
+    std::vector<tensorizer::TensorDestination> destinations;
+    for (std::size_t k = 0; k < selected.size(); ++k) {
+        destinations.push_back({selected[k], arena->data() + arena_offsets[k]});
+    }
+    RL_TRY(graph, tensorizer::LoadGraph::create(index, destinations, {options.verify_hashes}, impl_->uri));
+    RL_TRY(ring, impl_->ring_for(options));
+    WorkerPool pool(options.worker_threads);
+
+    RunControls controls;
+    controls.cancel = options.cancel;
+    controls.progress = options.progress;
+    controls.progress_tensors_total = selected.size();
+    RL_TRY(stats, run_on_loop(impl_->loop, run_plan(*impl_->source, *ring, pool, graph->plan(), *graph, controls)));
+    arena->join_prefault();
+
+    LoadedModel model;
+    model.arena = arena;
+    model.bytes_read = stats.bytes_read;
+    model.how = impl_->source->describe();
+    for (std::size_t k = 0; k < selected.size(); ++k) {
+        const TensorInfo& info = index.tensors[selected[k]];
+        model.tensors.push_back({info, {arena->data() + arena_offsets[k], info.byte_length}, {}});
+        model.bytes += info.byte_length;
+    }
+    model.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    if (options.compute_sha256) {
+        pool.parallel_for(model.tensors.size(), [&](std::size_t k) {
+            model.tensors[k].sha256_hex = to_hex(sha256(model.tensors[k].bytes));
+        });
+    }
+    return model;
+}
+
+} // namespace ringload

@@ -1,0 +1,21 @@
+# Every C/C++ dependency comes from a Debian package (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+find_package(Boost 1.81 REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+
+# CUDA is optional: AUTO builds gpu/ when a toolkit is found.
+set(RINGLOAD_HAVE_CUDA OFF)
+if(NOT RINGLOAD_WITH_CUDA STREQUAL "OFF")
+    find_package(CUDAToolkit QUIET)
+    if(CUDAToolkit_FOUND)
+        set(RINGLOAD_HAVE_CUDA ON)
+    elseif(RINGLOAD_WITH_CUDA STREQUAL "ON")
+        message(FATAL_ERROR "RINGLOAD_WITH_CUDA=ON but no CUDA toolkit was found")
+    endif()
+endif()
+message(STATUS "ringload: CUDA support ${RINGLOAD_HAVE_CUDA}")

@@ -1,0 +1,23 @@
+# `cmake --install` puts libringload, its public headers, the ringload command and a package
+# config in the prefix, so that a consumer can `find_package(ringload)` and link
+# `ringload::ringload`.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS ringload ringload_cli EXPORT ringloadTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES
+    bindings/cpp/include/ringload/ringload.hpp
+    engine/include/ringload/dtype.hpp
+    engine/include/ringload/error.hpp
+    engine/include/ringload/progress.hpp
+    engine/include/ringload/tensor_info.hpp
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload)
+install(EXPORT ringloadTargets NAMESPACE ringload:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)
+configure_package_config_file(cmake/ringloadConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfig.cmake
+    INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ringloadConfigVersion.cmake
+    COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfigVersion.cmake
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)

@@ -1,0 +1,100 @@
+// engine/include/ringload/engine/buffer_ring.hpp
+//
+// A fixed set of equally sized, page-aligned buffers ("slots") that every read lands in. The
+// ring is the pipeline's only source of backpressure: when all slots are leased, acquire()
+// suspends until a sink releases one. The memory is one mapping, backed by huge pages and
+// pre-faulted once, so a 4 MiB O_DIRECT read is not split into 4 KiB pieces by the block layer.
+//
+//     BufferRing ring(loop, {.slot_count = 32, .slot_size_bytes = 4 << 20});
+//     ring.register_with_io_uring();          // optional: enables fixed-buffer reads
+//     SlotLease slot = co_await ring.acquire();   // returned when the lease dies
+//
+// Thread: acquire() and the ring itself belong to the loop thread. A SlotLease may be dropped
+// on any thread: the release is posted back to the loop.
+#pragma once
+
+#include "ringload/engine/task.hpp"
+#include "ringload/error.hpp"
+
+#include <boost/asio/buffer_registration.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace ringload {
+
+inline constexpr std::size_t slot_size_bytes_default = 4 << 20;
+inline constexpr std::uint32_t slot_count_default = 32;
+
+struct BufferRingOptions {
+    std::uint32_t slot_count = slot_count_default;
+    std::size_t slot_size_bytes = slot_size_bytes_default;
+};
+
+class BufferRing;
+
+// The right to use one slot. Move-only; the slot goes back to the ring when the lease dies.
+class SlotLease {
+public:
+    SlotLease() = default;
+    SlotLease(SlotLease&& other) noexcept;
+    SlotLease& operator=(SlotLease&& other) noexcept;
+    SlotLease(const SlotLease&) = delete;
+    SlotLease& operator=(const SlotLease&) = delete;
+    ~SlotLease();
+
+    bool valid() const noexcept { return ring_ != nullptr; }
+    std::uint32_t index() const noexcept { return index_; }
+    std::span<std::byte> bytes() const noexcept;
+    // The slot as an io_uring fixed buffer, when the ring is registered.
+    std::optional<asio::mutable_registered_buffer> registered() const;
+
+private:
+    friend class BufferRing;
+    SlotLease(BufferRing* ring, std::uint32_t index) : ring_(ring), index_(index) {}
+    void release() noexcept;
+
+    BufferRing* ring_ = nullptr;
+    std::uint32_t index_ = 0;
+};
+
+class BufferRing {
+public:
+    static Result<std::unique_ptr<BufferRing>> create(asio::io_context& loop, BufferRingOptions options);
+    ~BufferRing();
+    BufferRing(const BufferRing&) = delete;
+    BufferRing& operator=(const BufferRing&) = delete;
+
+    // Registers every slot with the loop's io_uring; false (and unregistered) where refused.
+    bool register_with_io_uring();
+    bool registered() const noexcept { return registration_.has_value(); }
+
+    std::optional<SlotLease> try_acquire();  // never suspends
+    Task<SlotLease> acquire();               // may suspend until a slot is released
+    Task<void> wait_all_released();          // suspends until every slot is back
+
+    std::uint32_t slot_count() const noexcept { return options_.slot_count; }
+    std::size_t slot_size_bytes() const noexcept { return options_.slot_size_bytes; }
+    std::uint32_t free_count() const noexcept { return static_cast<std::uint32_t>(free_.size()); }
+
+private:
+    friend class SlotLease;
+    BufferRing(asio::io_context& loop, BufferRingOptions options, std::byte* memory, std::size_t mapped_bytes);
+    void release_from_any_thread(std::uint32_t index) noexcept;
+    void release_on_loop(std::uint32_t index) noexcept;
+
+    asio::io_context& loop_;
+    BufferRingOptions options_;
+    std::byte* memory_ = nullptr;
+    std::size_t mapped_bytes_ = 0;
+    std::vector<std::uint32_t> free_;
+    asio::steady_timer slot_released_;  // a wake-up for waiters: cancelled on every release
+    std::optional<asio::buffer_registration<std::vector<asio::mutable_buffer>>> registration_;
+};
+
+} // namespace ringload

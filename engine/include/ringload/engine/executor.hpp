@@ -1,0 +1,35 @@
+// engine/include/ringload/engine/executor.hpp
+//
+// Executes a Plan: keeps as many chunk reads in flight as the ring has free slots, hands each
+// filled chunk to the handler on the worker pool, and stops at the first error or on cancel,
+// after every read in flight has finished and every slot is back.
+//
+//     RunStats stats;
+//     RL_CO_TRY(..., co_await run_plan(source, ring, pool, plan, handler, controls));
+#pragma once
+
+#include "ringload/engine/buffer_ring.hpp"
+#include "ringload/engine/plan.hpp"
+#include "ringload/engine/source.hpp"
+#include "ringload/engine/task.hpp"
+#include "ringload/engine/worker_pool.hpp"
+#include "ringload/progress.hpp"
+
+namespace ringload {
+
+struct RunControls {
+    const CancelToken* cancel = nullptr;
+    ProgressCallback progress;               // bytes of the plan handed to the handler so far
+    std::uint64_t progress_tensors_total = 0;
+};
+
+struct RunStats {
+    std::uint64_t bytes_read = 0;
+    std::uint64_t chunks = 0;
+    double seconds = 0;
+};
+
+Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& pool, const Plan& plan,
+                                ChunkHandler& handler, RunControls controls);
+
+} // namespace ringload

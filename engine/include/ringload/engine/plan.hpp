@@ -1,0 +1,69 @@
+// engine/include/ringload/engine/plan.hpp
+//
+// What to read (byte ranges of the source) and who handles the bytes (a ChunkHandler, the
+// format's stage graph). The executor splits ranges into chunks the size of a ring slot:
+//
+//  source:  [  range 0 ..................... ][ gap ][ range 1 ...... ]
+//  chunks:  [ chunk 0 ][ chunk 1 ][ chunk 2 ]        [ chunk 3 ][ c 4 ]
+//  ring:    [ slot 5  ][ slot 6  ][ slot 7  ]        [ slot 0  ][ s 1 ]
+//
+// Each chunk is handed to the handler on the worker pool; its slot goes back to the ring when
+// the last reference to the chunk dies, which may be after in-order work (hashing) completed.
+#pragma once
+
+#include "ringload/engine/buffer_ring.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace ringload {
+
+struct ReadRange {
+    std::uint64_t offset_bytes = 0;
+    std::uint64_t length_bytes = 0;
+    std::uint64_t end_bytes() const noexcept { return offset_bytes + length_bytes; }
+};
+
+struct Plan {
+    std::vector<ReadRange> ranges;  // sorted, non-overlapping
+    std::uint64_t total_bytes() const noexcept;
+};
+
+// A filled slot and which source bytes it holds. Shared: pieces queued for in-order work keep
+// it (and so its slot) alive.
+class Chunk {
+public:
+    Chunk(SlotLease slot, std::uint64_t source_offset_bytes, std::size_t lead_bytes, std::size_t length_bytes)
+        : slot_(std::move(slot)), source_offset_bytes_(source_offset_bytes), lead_bytes_(lead_bytes),
+          length_bytes_(length_bytes) {}
+
+    // Source bytes [source_offset, source_offset + length) as they sit in the slot.
+    std::span<const std::byte> bytes() const noexcept {
+        return slot_.bytes().subspan(lead_bytes_, length_bytes_);
+    }
+    std::uint64_t source_offset_bytes() const noexcept { return source_offset_bytes_; }
+    std::uint64_t source_end_bytes() const noexcept { return source_offset_bytes_ + length_bytes_; }
+
+private:
+    SlotLease slot_;
+    std::uint64_t source_offset_bytes_ = 0;
+    std::size_t lead_bytes_ = 0;  // alignment fix-up at the front of the slot
+    std::size_t length_bytes_ = 0;
+};
+
+using ChunkPtr = std::shared_ptr<const Chunk>;
+
+// The format side of a run. process() runs on the worker pool, concurrently and in any order;
+// it reports failures with a Result. Work it defers (in-order hashing) holds the ChunkPtr.
+class ChunkHandler {
+public:
+    virtual ~ChunkHandler() = default;
+    virtual Result<void> process(const ChunkPtr& chunk) = 0;
+    // Called once on the loop thread after every chunk was released: final checks.
+    virtual Result<void> finish() = 0;
+};
+
+} // namespace ringload

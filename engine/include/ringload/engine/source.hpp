@@ -1,0 +1,57 @@
+// engine/include/ringload/engine/source.hpp
+//
+// Where bytes come from: a file (io/file), later an HTTP range server, S3 or Redis. The engine
+// only ever asks for "up to N bytes at offset X into this buffer", which maps onto a pread, an
+// io_uring read and an HTTP range GET alike.
+//
+// Contract:
+//   - read_some_at may complete short (a network body cut mid-way, EOF). The caller resumes
+//     from the byte where it stopped; 0 bytes means end of source.
+//   - Bulk reads into ring slots honour alignment_bytes(): offset, length and buffer address
+//     are multiples of it (O_DIRECT needs this; network sources say 1).
+//   - read_small_at serves metadata reads (headers, indexes) of any alignment into any buffer.
+//   - Errors name the source (its name()) and what failed.
+// Thread: the loop thread; a source may hop to other threads internally.
+#pragma once
+
+#include "ringload/engine/buffer_ring.hpp"
+#include "ringload/engine/task.hpp"
+#include "ringload/error.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace ringload {
+
+// A bulk read's destination: a window inside a leased slot.
+struct ReadTarget {
+    const SlotLease* slot = nullptr;
+    std::size_t slot_offset_bytes = 0;
+    std::size_t length_bytes = 0;
+
+    std::span<std::byte> bytes() const { return slot->bytes().subspan(slot_offset_bytes, length_bytes); }
+};
+
+class Source {
+public:
+    virtual ~Source() = default;
+
+    virtual const std::string& name() const = 0;
+    virtual std::uint64_t size_bytes() const = 0;
+    virtual std::size_t alignment_bytes() const = 0;
+    // "O_DIRECT io_uring", "buffered pread", ...: for summaries and logs.
+    virtual std::string describe() const = 0;
+    // Whether bulk reads go through the loop's io_uring, so that registering the ring's slots
+    // as fixed buffers pays off.
+    virtual bool uses_io_uring() const { return false; }
+
+    virtual Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) = 0;
+    virtual Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) = 0;
+};
+
+// Reads exactly dst.size() bytes with read_small_at; EOF before that is errc::truncated.
+Task<Result<void>> read_exactly_at(Source& source, std::uint64_t offset_bytes, std::span<std::byte> dst);
+
+} // namespace ringload

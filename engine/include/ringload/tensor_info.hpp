@@ -1,0 +1,53 @@
+// engine/include/ringload/tensor_info.hpp
+//
+// What a format reader found in a file (the Index): for every tensor its name, dtype, shape
+// and where its bytes are. Formats fill it; the engine plans reads from it; callers pick from
+// it what to load.
+#pragma once
+
+#include "ringload/dtype.hpp"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ringload {
+
+// One component of a structured name: a dict key or a list index.
+using PathComponent = std::variant<std::string, std::uint64_t>;
+
+struct TensorInfo {
+    std::string name;                  // as stored (tensorizer: raw bytes of the name field)
+    std::vector<PathComponent> path;   // one element for a plain name
+    DType dtype = DType::float32;
+    std::vector<std::uint64_t> shape;  // empty for a 0-d tensor
+    std::uint64_t byte_length = 0;     // bytes a reader produces (numel * itemsize)
+    bool is_meta = false;              // no data stored: loads as zeros
+
+    // Where its bytes are in the source. For tensorizer the record is header + data.
+    std::uint64_t record_offset_bytes = 0;
+    std::uint64_t data_offset_bytes = 0;
+    std::uint64_t data_length_bytes = 0;  // stored bytes (0 for meta tensors)
+
+    // Format-specific extras that callers may show (tensorizer: module_idx, tensor_type).
+    std::uint16_t module_index = 0;
+    std::uint8_t tensor_type = 0;
+
+    std::uint64_t numel() const noexcept;
+    // "a.b" for a plain name, "model.layer.0.weight" for a path: for messages and filters.
+    std::string display_name() const;
+};
+
+struct Index {
+    std::string format;  // "tensorizer"
+    std::uint32_t data_version = 0;
+    std::uint64_t feature_flags = 0;
+    bool encrypted = false;
+    std::uint64_t source_size_bytes = 0;
+    std::vector<TensorInfo> tensors;  // in file order
+
+    std::uint64_t total_tensor_bytes() const noexcept;
+};
+
+} // namespace ringload

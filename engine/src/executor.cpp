@@ -1,0 +1,195 @@
+// engine/src/executor.cpp
+#include "ringload/engine/executor.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <chrono>
+#include <mutex>
+
+namespace ringload {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto progress_interval = std::chrono::milliseconds(100);
+
+// A slot-sized window of the source: what is read (aligned) and what of it the plan wants.
+//
+//  source:     |....[=====useful=====]....|
+//              ^read_offset               ^read_offset + read_length (aligned)
+struct ChunkWindow {
+    std::uint64_t read_offset_bytes = 0;
+    std::size_t read_length_bytes = 0;
+    std::uint64_t useful_offset_bytes = 0;
+    std::size_t useful_length_bytes = 0;
+};
+
+// Shared by the scheduler, the read coroutines and the workers of one run.
+struct RunState {
+    explicit RunState(asio::any_io_executor loop) : wakeup(loop) {
+        wakeup.expires_at(asio::steady_timer::time_point::max());
+    }
+
+    void record_failure(Error error) {
+        std::lock_guard lock(error_mutex);
+        if (!first_error) {
+            first_error = std::move(error);
+        }
+        failed.store(true, std::memory_order_relaxed);
+    }
+
+    std::mutex error_mutex;
+    std::optional<Error> first_error;
+    std::atomic<bool> failed{false};
+
+    // Loop thread only.
+    asio::steady_timer wakeup;
+    std::size_t workers_busy = 0;
+    std::uint64_t bytes_done = 0;
+    Clock::time_point started = Clock::now();
+    Clock::time_point last_progress = Clock::now();
+};
+
+std::uint64_t align_down(std::uint64_t value, std::uint64_t alignment) { return value / alignment * alignment; }
+std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
+    return (value + alignment - 1) / alignment * alignment;
+}
+
+// Splits every range into windows of at most one slot, aligned for the source.
+std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_size_bytes, std::size_t alignment) {
+    std::vector<ChunkWindow> windows;
+    for (const auto& range : plan.ranges) {
+        std::uint64_t position = range.offset_bytes;
+        while (position < range.end_bytes()) {
+            ChunkWindow window;
+            window.read_offset_bytes = align_down(position, alignment);
+            std::uint64_t lead = position - window.read_offset_bytes;
+            std::uint64_t useful = std::min<std::uint64_t>(slot_size_bytes - lead, range.end_bytes() - position);
+            window.useful_offset_bytes = position;
+            window.useful_length_bytes = static_cast<std::size_t>(useful);
+            // Never past the slot: the slot size is a multiple of the alignment. Past EOF an
+            // aligned read just comes back short.
+            std::uint64_t read_end = align_up(position + useful, alignment);
+            window.read_length_bytes = static_cast<std::size_t>(read_end - window.read_offset_bytes);
+            windows.push_back(window);
+            position += useful;
+        }
+    }
+    return windows;
+}
+
+void report_progress(RunState& state, const RunControls& controls, std::uint64_t total, bool force) {
+    if (!controls.progress) {
+        return;
+    }
+    auto now = Clock::now();
+    if (!force && now - state.last_progress < progress_interval) {
+        return;
+    }
+    state.last_progress = now;
+    Progress progress;
+    progress.bytes_done = state.bytes_done;
+    progress.bytes_total = total;
+    progress.tensors_total = controls.progress_tensors_total;
+    progress.seconds = std::chrono::duration<double>(now - state.started).count();
+    controls.progress(progress);
+}
+
+// Fills one slot with its window (resuming short reads), then hands it to the workers.
+Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, WorkerPool& pool, ChunkHandler& handler,
+                      std::shared_ptr<RunState> state, const RunControls& controls, std::uint64_t plan_bytes) {
+    const std::uint64_t needed = window.useful_offset_bytes + window.useful_length_bytes - window.read_offset_bytes;
+    std::size_t done = 0;
+    while (done < needed) {
+        ReadTarget target{&slot, done, window.read_length_bytes - done};
+        auto read = co_await source.read_some_at(window.read_offset_bytes + done, target);
+        if (!read) {
+            state->record_failure(read.error());
+            co_return;
+        }
+        if (*read == 0) {
+            state->record_failure(fail(
+                errc::truncated, source.name() + ": the source ends at byte " +
+                                     std::to_string(window.read_offset_bytes + done) + " but the data runs to byte " +
+                                     std::to_string(window.useful_offset_bytes + window.useful_length_bytes)));
+            co_return;
+        }
+        done += *read;
+    }
+    if (state->failed.load(std::memory_order_relaxed)) {
+        co_return;  // the slot goes back when `slot` dies
+    }
+    std::size_t lead = static_cast<std::size_t>(window.useful_offset_bytes - window.read_offset_bytes);
+    auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
+                                               window.useful_length_bytes);
+    state->bytes_done += window.useful_length_bytes;
+    report_progress(*state, controls, plan_bytes, false);
+
+    ++state->workers_busy;
+    auto loop = co_await asio::this_coro::executor;
+    pool.post([chunk = std::move(chunk), &handler, state, loop]() mutable {
+        if (!state->failed.load(std::memory_order_relaxed)) {
+            auto processed = handler.process(chunk);
+            if (!processed) {
+                state->record_failure(processed.error());
+            }
+        }
+        chunk.reset();  // may release the slot (unless in-order work still holds it)
+        // Last: tell the loop this worker no longer touches the handler.
+        asio::post(loop, [state] {
+            --state->workers_busy;
+            state->wakeup.cancel();
+        });
+    });
+}
+
+} // namespace
+
+Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& pool, const Plan& plan,
+                                ChunkHandler& handler, RunControls controls) {
+    auto loop = co_await asio::this_coro::executor;
+    auto state = std::make_shared<RunState>(loop);
+    const std::size_t alignment = std::max<std::size_t>(source.alignment_bytes(), 1);
+    if (ring.slot_size_bytes() < 2 * alignment) {
+        co_return fail(errc::invalid_argument, "ring slots are smaller than twice the source's alignment");
+    }
+    const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment);
+    const std::uint64_t plan_bytes = plan.total_bytes();
+
+    RunStats stats;
+    for (const auto& window : windows) {
+        if (state->failed.load(std::memory_order_relaxed)) {
+            break;
+        }
+        if (controls.cancel != nullptr && controls.cancel->cancelled()) {
+            state->record_failure(fail(errc::cancelled, source.name() + ": cancelled by the caller"));
+            break;
+        }
+        SlotLease slot = co_await ring.acquire();
+        auto reader = read_chunk(source, std::move(slot), window, pool, handler, state, controls, plan_bytes);
+        asio::co_spawn(loop, std::move(reader), asio::detached);
+        ++stats.chunks;
+    }
+    // Every read and every deferred piece holds a slot: when all are back, all work is done.
+    co_await ring.wait_all_released();
+    while (state->workers_busy > 0) {
+        auto waited = co_await state->wakeup.async_wait(use_task);
+        (void)waited;
+    }
+    if (state->first_error) {
+        co_return *state->first_error;
+    }
+    auto finished = handler.finish();
+    if (!finished) {
+        co_return finished.error();
+    }
+    report_progress(*state, controls, plan_bytes, true);
+    stats.bytes_read = state->bytes_done;
+    stats.seconds = std::chrono::duration<double>(Clock::now() - state->started).count();
+    co_return stats;
+}
+
+} // namespace ringload

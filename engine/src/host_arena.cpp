@@ -1,0 +1,72 @@
+// engine/src/host_arena.cpp
+#include "ringload/host_arena.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older glibc headers lack the name
+#endif
+
+namespace ringload {
+namespace {
+
+constexpr std::size_t huge_page_bytes = 2 << 20;
+constexpr std::size_t prefault_step_bytes = 64 << 20;
+
+// Touches each page once (one write per 4 KiB) where MADV_POPULATE_WRITE is unknown.
+void touch_pages(std::byte* begin, std::size_t length) {
+    for (std::size_t offset = 0; offset < length; offset += 4096) {
+        reinterpret_cast<volatile char*>(begin)[offset] = 0;
+    }
+}
+
+} // namespace
+
+Result<std::shared_ptr<HostArena>> HostArena::create(std::size_t size_bytes) {
+    // Round the mapping to whole huge pages so the kernel can back all of it with THP.
+    std::size_t mapped = std::max<std::size_t>((size_bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1),
+                                               huge_page_bytes);
+    void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                          -1, 0);
+    if (memory == MAP_FAILED) {
+        return fail(errc::out_of_memory,
+                    "cannot map " + std::to_string(size_bytes) + " bytes for tensors: " + std::strerror(errno));
+    }
+    // Advisory: where THP is off the arena still works, with 4 KiB faults.
+    (void)::madvise(memory, mapped, MADV_HUGEPAGE);
+    return std::shared_ptr<HostArena>(new HostArena(static_cast<std::byte*>(memory), mapped, size_bytes));
+}
+
+HostArena::HostArena(std::byte* data, std::size_t mapped_bytes, std::size_t size_bytes)
+    : data_(data), mapped_bytes_(mapped_bytes), size_bytes_(size_bytes) {}
+
+HostArena::~HostArena() {
+    join_prefault();
+    ::munmap(data_, mapped_bytes_);
+}
+
+void HostArena::prefault_in_background() {
+    if (prefault_thread_.joinable() || size_bytes_ == 0) {
+        return;
+    }
+    prefault_thread_ = std::thread([data = data_, length = size_bytes_] {
+        for (std::size_t offset = 0; offset < length; offset += prefault_step_bytes) {
+            std::size_t step = std::min(prefault_step_bytes, length - offset);
+            if (::madvise(data + offset, step, MADV_POPULATE_WRITE) != 0) {
+                touch_pages(data + offset, step);
+            }
+        }
+    });
+}
+
+void HostArena::join_prefault() {
+    if (prefault_thread_.joinable()) {
+        prefault_thread_.join();
+    }
+}
+
+} // namespace ringload

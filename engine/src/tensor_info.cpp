@@ -1,0 +1,39 @@
+// engine/src/tensor_info.cpp
+#include "ringload/tensor_info.hpp"
+
+#include <numeric>
+
+namespace ringload {
+
+std::uint64_t TensorInfo::numel() const noexcept {
+    return std::accumulate(shape.begin(), shape.end(), std::uint64_t{1},
+                           [](std::uint64_t a, std::uint64_t b) { return a * b; });
+}
+
+std::string TensorInfo::display_name() const {
+    if (path.size() <= 1) {
+        return name;
+    }
+    std::string text;
+    for (const auto& component : path) {
+        if (!text.empty()) {
+            text += '.';
+        }
+        if (const auto* key = std::get_if<std::string>(&component)) {
+            text += *key;
+        } else {
+            text += std::to_string(std::get<std::uint64_t>(component));
+        }
+    }
+    return text;
+}
+
+std::uint64_t Index::total_tensor_bytes() const noexcept {
+    std::uint64_t total = 0;
+    for (const auto& tensor : tensors) {
+        total += tensor.byte_length;
+    }
+    return total;
+}
+
+} // namespace ringload

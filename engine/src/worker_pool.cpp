@@ -1,0 +1,60 @@
+// engine/src/worker_pool.cpp
+#include "ringload/engine/worker_pool.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <sched.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace ringload {
+
+class WorkerPool::Impl {
+public:
+    explicit Impl(std::size_t threads) : pool(threads) {}
+    boost::asio::thread_pool pool;
+};
+
+std::size_t available_cores() noexcept {
+    // The affinity mask respects taskset and cgroup cpusets, unlike hardware_concurrency.
+    cpu_set_t set;
+    if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int count = CPU_COUNT(&set);
+        if (count > 0) {
+            return static_cast<std::size_t>(count);
+        }
+    }
+    unsigned hardware = std::thread::hardware_concurrency();
+    return hardware == 0 ? 1 : hardware;
+}
+
+WorkerPool::WorkerPool(std::size_t thread_count)
+    : thread_count_(thread_count == 0 ? available_cores() : thread_count) {
+    impl_ = std::make_unique<Impl>(thread_count_);
+}
+
+WorkerPool::~WorkerPool() { impl_->pool.join(); }
+
+void WorkerPool::post(std::function<void()> work) { boost::asio::post(impl_->pool, std::move(work)); }
+
+void WorkerPool::parallel_for(std::size_t count, const std::function<void(std::size_t)>& fn) {
+    std::mutex mutex;
+    std::condition_variable all_done;
+    std::size_t remaining = count;
+    for (std::size_t i = 0; i < count; ++i) {
+        post([&, i] {
+            fn(i);
+            std::lock_guard lock(mutex);
+            if (--remaining == 0) {
+                all_done.notify_one();
+            }
+        });
+    }
+    std::unique_lock lock(mutex);
+    all_done.wait(lock, [&] { return remaining == 0; });
+}
+
+} // namespace ringload

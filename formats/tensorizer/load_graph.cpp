@@ -1,0 +1,229 @@
+// formats/tensorizer/load_graph.cpp
+#include "formats/tensorizer/load_graph.hpp"
+
+#include "formats/tensorizer/tensor_header.hpp"
+#include "ringload/engine/hashes.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ringload::tensorizer {
+
+// One wanted tensor's progress through the stream. Fields below the line are touched only
+// by its Sequencer (one thread at a time, in order).
+struct LoadGraph::TensorLoad {
+    const TensorInfo* info = nullptr;
+    std::byte* destination = nullptr;
+    std::uint64_t record_offset = 0;
+    std::uint64_t data_offset = 0;
+    std::uint64_t record_end = 0;
+
+    std::vector<std::byte> header_bytes;
+    std::atomic<std::uint64_t> header_received{0};
+    std::optional<TensorHeader> header;  // written once, by the thread that completes it
+    std::atomic<bool> header_ok{false};
+
+    std::unique_ptr<Sequencer> sequencer;
+    // ---
+    Crc32 crc;
+    Sha256 sha;
+    std::atomic<bool> verified{false};
+};
+
+namespace {
+
+std::uint64_t overlap_begin(std::uint64_t a, std::uint64_t b) { return std::max(a, b); }
+std::uint64_t overlap_end(std::uint64_t a, std::uint64_t b) { return std::min(a, b); }
+
+} // namespace
+
+Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::vector<TensorDestination> destinations,
+                                                     LoadGraphOptions options, std::string source_name) {
+    if (index.encrypted) {
+        return fail(errc::encrypted_no_key, source_name + ": encrypted: supply a key");
+    }
+    std::unique_ptr<LoadGraph> graph(new LoadGraph(index, options, std::move(source_name)));
+    std::sort(destinations.begin(), destinations.end(),
+              [&](const TensorDestination& a, const TensorDestination& b) {
+                  return index.tensors[a.tensor_index].record_offset_bytes <
+                         index.tensors[b.tensor_index].record_offset_bytes;
+              });
+    for (const auto& destination : destinations) {
+        RL_ASSERT(destination.tensor_index < index.tensors.size(), "destination for a tensor not in the index");
+        const TensorInfo& info = index.tensors[destination.tensor_index];
+        auto load = std::make_unique<TensorLoad>();
+        load->info = &info;
+        load->destination = destination.data;
+        load->record_offset = info.record_offset_bytes;
+        load->data_offset = info.data_offset_bytes;
+        load->record_end = info.data_offset_bytes + info.data_length_bytes;
+        load->header_bytes.resize(info.data_offset_bytes - info.record_offset_bytes);
+        if (options.verify_hashes) {
+            load->sequencer = std::make_unique<Sequencer>(load->record_offset);
+        }
+        // Adjacent records become one range: one sequential stream for a whole-file load.
+        auto& ranges = graph->plan_.ranges;
+        if (!ranges.empty() && ranges.back().end_bytes() == load->record_offset) {
+            ranges.back().length_bytes += load->record_end - load->record_offset;
+        } else {
+            ranges.push_back({load->record_offset, load->record_end - load->record_offset});
+        }
+        graph->loads_.push_back(std::move(load));
+    }
+    return graph;
+}
+
+LoadGraph::LoadGraph(const Index& index, LoadGraphOptions options, std::string source_name)
+    : index_(index), options_(options), source_name_(std::move(source_name)) {}
+
+LoadGraph::~LoadGraph() = default;
+
+Result<void> LoadGraph::process(const ChunkPtr& chunk) {
+    if (failed_.load(std::memory_order_relaxed)) {
+        std::lock_guard lock(failure_mutex_);
+        return *failure_;  // stops the run early: no point reading on
+    }
+    const std::uint64_t chunk_begin = chunk->source_offset_bytes();
+    const std::uint64_t chunk_end = chunk->source_end_bytes();
+    const std::byte* bytes = chunk->bytes().data();
+    auto first = std::partition_point(loads_.begin(), loads_.end(),
+                                      [&](const auto& load) { return load->record_end <= chunk_begin; });
+    for (auto it = first; it != loads_.end() && (*it)->record_offset < chunk_end; ++it) {
+        if (failed_.load(std::memory_order_relaxed)) {
+            return {};
+        }
+        TensorLoad& load = **it;
+        // Header bytes: gathered, because a header may straddle two chunks.
+        std::uint64_t begin = overlap_begin(load.record_offset, chunk_begin);
+        std::uint64_t end = overlap_end(load.data_offset, chunk_end);
+        if (begin < end) {
+            std::memcpy(load.header_bytes.data() + (begin - load.record_offset), bytes + (begin - chunk_begin),
+                        end - begin);
+            std::uint64_t received = load.header_received.fetch_add(end - begin) + (end - begin);
+            if (received == load.header_bytes.size()) {
+                auto checked = on_header_complete(load);
+                if (!checked) {
+                    record_failure(checked.error());
+                    return checked.error();
+                }
+            }
+        }
+        // Data bytes: straight to the destination.
+        begin = overlap_begin(load.data_offset, chunk_begin);
+        end = overlap_end(load.record_end, chunk_end);
+        if (begin < end) {
+            std::memcpy(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin), end - begin);
+        }
+        if (load.sequencer) {
+            std::uint64_t piece_begin = overlap_begin(load.record_offset, chunk_begin);
+            std::uint64_t piece_end = overlap_end(load.record_end, chunk_end);
+            load.sequencer->submit(piece_begin, piece_end - piece_begin, [this, &load, chunk, piece_begin, piece_end] {
+                hash_piece(load, chunk, piece_begin, piece_end);
+            });
+        }
+    }
+    return {};
+}
+
+Result<void> LoadGraph::on_header_complete(TensorLoad& load) {
+    auto header = parse_tensor_header(load.header_bytes, index_.encrypted);
+    if (!header) {
+        return tensor_error(load, header.error());
+    }
+    auto matches = check_header_matches_index(*header, *load.info);
+    if (!matches) {
+        return tensor_error(load, matches.error());
+    }
+    load.header = std::move(*header);
+    load.header_ok.store(true, std::memory_order_release);
+    return {};
+}
+
+void LoadGraph::hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_t begin, std::uint64_t end) {
+    if (failed_.load(std::memory_order_relaxed) || !load.header_ok.load(std::memory_order_acquire)) {
+        return;  // the failure is already recorded
+    }
+    // The piece that holds the header's last byte feeds H' (the header itself was gathered
+    // by this and earlier pieces, which ran before it).
+    if (begin < load.data_offset && end >= load.data_offset) {
+        auto prefix = hash_input_prefix(load.header_bytes, *load.header);
+        load.crc.update(prefix);
+        load.sha.update(prefix);
+    }
+    std::uint64_t data_begin = overlap_begin(load.data_offset, begin);
+    if (data_begin < end) {
+        auto data = chunk->bytes().subspan(data_begin - chunk->source_offset_bytes(), end - data_begin);
+        load.crc.update(data);
+        load.sha.update(data);
+    }
+    if (end != load.record_end) {
+        return;
+    }
+    const TensorHeader& header = *load.header;
+    if (header.hashes.empty()) {
+        record_failure(tensor_error(load, fail(errc::hash_mismatch, "no stored hashes to verify")));
+        return;
+    }
+    const std::uint32_t crc = load.crc.value();
+    const Sha256Digest sha = load.sha.finish();
+    for (const auto& stored : header.hashes) {
+        const std::byte* value = load.header_bytes.data() + stored.value_offset_bytes;
+        if (stored.type == static_cast<std::uint8_t>(HashType::crc32) && stored.value_length_bytes == 4) {
+            std::uint32_t expected = 0;
+            std::memcpy(&expected, value, 4);
+            if (expected != crc) {
+                record_failure(tensor_error(load, fail(errc::hash_mismatch,
+                                                       "CRC32 mismatch: stored " + std::to_string(expected) +
+                                                           ", computed " + std::to_string(crc))));
+                return;
+            }
+        } else if (stored.type == static_cast<std::uint8_t>(HashType::sha256) && stored.value_length_bytes == 32) {
+            if (std::memcmp(value, sha.data(), 32) != 0) {
+                auto stored_hex = to_hex({reinterpret_cast<const std::uint8_t*>(value), 32});
+                record_failure(tensor_error(load, fail(errc::hash_mismatch, "SHA-256 mismatch: stored " + stored_hex +
+                                                                                ", computed " + to_hex(sha))));
+                return;
+            }
+        } else {
+            record_failure(tensor_error(load, fail(errc::unsupported, "unknown stored hash type " +
+                                                                          std::to_string(stored.type))));
+            return;
+        }
+    }
+    load.verified.store(true, std::memory_order_release);
+}
+
+Result<void> LoadGraph::finish() {
+    if (failed_.load()) {
+        std::lock_guard lock(failure_mutex_);
+        return *failure_;
+    }
+    for (const auto& load : loads_) {
+        if (!load->header_ok.load(std::memory_order_acquire)) {
+            return tensor_error(*load, fail(errc::truncated, "its header was never read completely"));
+        }
+        if (options_.verify_hashes && !load->verified.load(std::memory_order_acquire)) {
+            return tensor_error(*load, fail(errc::hash_mismatch, "its hashes were never checked"));
+        }
+        if (load->info->is_meta) {
+            std::memset(load->destination, 0, load->info->byte_length);  // meta tensors load as zeros (§8)
+        }
+    }
+    return {};
+}
+
+void LoadGraph::record_failure(Error error) {
+    std::lock_guard lock(failure_mutex_);
+    if (!failure_) {
+        failure_ = std::move(error);
+    }
+    failed_.store(true);
+}
+
+Error LoadGraph::tensor_error(const TensorLoad& load, Error error) const {
+    error.detail = source_name_ + ": tensor '" + load.info->display_name() + "' (record at offset " +
+                   std::to_string(load.record_offset) + "): " + error.detail;
+    return error;
+}
+
+} // namespace ringload::tensorizer

@@ -1,0 +1,67 @@
+// formats/tensorizer/load_graph.hpp
+//
+// The stage graph that turns a tensorizer byte stream into tensors. The plan reads each
+// wanted tensor's whole record (header + data), merged into as few ranges as possible:
+//
+//  file:  [ hdr 0 | data 0 ......... ][ hdr 1 | data 1 ][ hdr 2 | data 2 ...... ]
+//  ring:  [ slot 3       ][ slot 4       ][ slot 5        ][ slot 6        ]
+//
+// On the workers, each chunk's header bytes are gathered per tensor (a header may straddle two
+// slots) and checked against the index; data bytes are copied to the tensor's destination.
+// With verification, each record is also hashed in order through a Sequencer: H' first (the
+// header with hash values zeroed), then the data; CRC32 and SHA-256 are compared at the end.
+#pragma once
+
+#include "ringload/engine/plan.hpp"
+#include "ringload/engine/sequencer.hpp"
+#include "ringload/tensor_info.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringload::tensorizer {
+
+struct TensorDestination {
+    std::size_t tensor_index = 0;  // into Index::tensors
+    std::byte* data = nullptr;     // byte_length bytes, owned by the caller
+};
+
+struct LoadGraphOptions {
+    bool verify_hashes = false;
+};
+
+class LoadGraph final : public ChunkHandler {
+public:
+    // Fails with errc::encrypted_no_key for an encrypted file (decryption lands with the writer).
+    static Result<std::unique_ptr<LoadGraph>> create(const Index& index, std::vector<TensorDestination> destinations,
+                                                     LoadGraphOptions options, std::string source_name);
+    ~LoadGraph() override;
+
+    const Plan& plan() const noexcept { return plan_; }
+    Result<void> process(const ChunkPtr& chunk) override;
+    Result<void> finish() override;
+
+    struct TensorLoad;
+
+private:
+    LoadGraph(const Index& index, LoadGraphOptions options, std::string source_name);
+    Result<void> on_header_complete(TensorLoad& load);
+    void hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_t begin, std::uint64_t end);
+    void record_failure(Error error);
+    Error tensor_error(const TensorLoad& load, Error error) const;
+
+    const Index& index_;
+    LoadGraphOptions options_;
+    std::string source_name_;
+    std::vector<std::unique_ptr<TensorLoad>> loads_;  // sorted by record offset
+    Plan plan_;
+    std::mutex failure_mutex_;
+    std::optional<Error> failure_;
+    std::atomic<bool> failed_{false};
+};
+
+} // namespace ringload::tensorizer

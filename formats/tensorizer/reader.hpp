@@ -1,0 +1,20 @@
+// formats/tensorizer/reader.hpp
+//
+// Reads a tensorizer file's index with two small reads: the 73-byte file header, then the
+// metadata index. Per-tensor headers are not read here: they arrive with the data (see
+// load_graph.hpp), so a whole-file load is one sequential stream.
+#pragma once
+
+#include "ringload/engine/source.hpp"
+#include "ringload/engine/task.hpp"
+#include "ringload/tensor_info.hpp"
+
+#include <span>
+
+namespace ringload::tensorizer {
+
+bool has_tensorizer_magic(std::span<const std::byte> first_bytes) noexcept;
+
+Task<Result<Index>> read_index(Source& source);
+
+} // namespace ringload::tensorizer

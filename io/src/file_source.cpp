@@ -1,0 +1,252 @@
+// io/src/file_source.cpp
+#include "ringload/io/file_source.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/random_access_file.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace ringload {
+namespace {
+
+// O_DIRECT needs offsets, lengths and addresses aligned to the logical block size, which is at
+// most 4 KiB on the devices we meet; 4 KiB is always a valid choice.
+constexpr std::size_t direct_alignment_bytes = 4096;
+// Above this fraction of pages cached, buffered reads beat O_DIRECT.
+constexpr double cached_threshold = 0.9;
+constexpr std::size_t pread_threads = 8;
+
+Error errno_error(const std::string& path, const char* what, int error_number) {
+    errc code = error_number == ENOENT ? errc::not_found : errc::io_error;
+    return fail(code, path + ": " + what + ": " + std::strerror(error_number));
+}
+
+class FileDescriptor {
+public:
+    FileDescriptor() = default;
+    explicit FileDescriptor(int fd) : fd_(fd) {}
+    FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+        std::swap(fd_, other.fd_);
+        return *this;
+    }
+    ~FileDescriptor() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    int get() const noexcept { return fd_; }
+    int release() noexcept { return std::exchange(fd_, -1); }
+
+private:
+    int fd_ = -1;
+};
+
+bool aligned(std::uint64_t value) { return value % direct_alignment_bytes == 0; }
+
+// pread on a blocking thread: the fallback when io_uring is unavailable.
+Task<Result<std::size_t>> pread_task(int fd, std::byte* data, std::size_t length, std::uint64_t offset,
+                                     std::string path) {
+    for (;;) {
+        ssize_t n = ::pread(fd, data, length, static_cast<off_t>(offset));
+        if (n >= 0) {
+            co_return static_cast<std::size_t>(n);
+        }
+        if (errno != EINTR) {
+            co_return errno_error(path, ("read at offset " + std::to_string(offset)).c_str(), errno);
+        }
+    }
+}
+
+class FileSource final : public Source {
+public:
+    FileSource(asio::io_context& loop, std::string path, std::uint64_t size_bytes, FileDescriptor buffered_fd,
+               FileDescriptor direct_fd, bool use_io_uring)
+        : path_(std::move(path)), size_bytes_(size_bytes), buffered_fd_(std::move(buffered_fd)),
+          direct_fd_(std::move(direct_fd)), use_io_uring_(use_io_uring), buffered_file_(loop), direct_file_(loop) {
+        if (use_io_uring_) {
+            buffered_file_.assign(::dup(buffered_fd_.get()));
+            if (direct_fd_.get() >= 0) {
+                direct_file_.assign(::dup(direct_fd_.get()));
+            }
+        } else {
+            pread_pool_ = std::make_unique<asio::thread_pool>(pread_threads);
+        }
+    }
+
+    ~FileSource() override {
+        if (pread_pool_) {
+            pread_pool_->join();
+        }
+    }
+
+    const std::string& name() const override { return path_; }
+    std::uint64_t size_bytes() const override { return size_bytes_; }
+    std::size_t alignment_bytes() const override { return direct() ? direct_alignment_bytes : 1; }
+    bool uses_io_uring() const override { return use_io_uring_; }
+    std::string describe() const override {
+        std::string how = direct() ? "O_DIRECT" : "buffered";
+        return how + (use_io_uring_ ? " io_uring" : " pread");
+    }
+
+    Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
+        std::span<std::byte> dst = target.bytes();
+        // A short read inside a slot leaves the rest misaligned: finish it through the page cache.
+        bool use_direct = direct() && aligned(offset_bytes) && aligned(dst.size()) &&
+                          aligned(reinterpret_cast<std::uintptr_t>(dst.data()));
+        if (!use_io_uring_) {
+            int fd = use_direct ? direct_fd_.get() : buffered_fd_.get();
+            auto op = asio::co_spawn(*pread_pool_, pread_task(fd, dst.data(), dst.size(), offset_bytes, path_),
+                                     asio::use_awaitable);
+            auto result = co_await std::move(op);
+            co_return result;
+        }
+        auto& file = use_direct ? direct_file_ : buffered_file_;
+        std::optional<asio::mutable_registered_buffer> registered = target.slot->registered();
+        std::tuple<boost::system::error_code, std::size_t> done;
+        if (registered) {
+            auto window = asio::buffer(*registered + target.slot_offset_bytes, dst.size());
+            done = co_await file.async_read_some_at(offset_bytes, window, use_task);
+        } else {
+            auto window = asio::buffer(dst.data(), dst.size());
+            done = co_await file.async_read_some_at(offset_bytes, window, use_task);
+        }
+        co_return finish_read(done, offset_bytes);
+    }
+
+    Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
+        if (!use_io_uring_) {
+            auto op = asio::co_spawn(*pread_pool_,
+                                     pread_task(buffered_fd_.get(), dst.data(), dst.size(), offset_bytes, path_),
+                                     asio::use_awaitable);
+            auto result = co_await std::move(op);
+            co_return result;
+        }
+        auto window = asio::buffer(dst.data(), dst.size());
+        auto done = co_await buffered_file_.async_read_some_at(offset_bytes, window, use_task);
+        co_return finish_read(done, offset_bytes);
+    }
+
+private:
+    bool direct() const noexcept { return direct_fd_.get() >= 0; }
+
+    Result<std::size_t> finish_read(const std::tuple<boost::system::error_code, std::size_t>& done,
+                                    std::uint64_t offset_bytes) const {
+        const auto& [ec, n] = done;
+        if (ec == asio::error::eof) {
+            return std::size_t{0};
+        }
+        if (ec) {
+            return fail(errc::io_error,
+                        path_ + ": read at offset " + std::to_string(offset_bytes) + " failed: " + ec.message());
+        }
+        return n;
+    }
+
+    std::string path_;
+    std::uint64_t size_bytes_ = 0;
+    FileDescriptor buffered_fd_;
+    FileDescriptor direct_fd_;
+    bool use_io_uring_ = true;
+    asio::random_access_file buffered_file_;
+    asio::random_access_file direct_file_;
+    std::unique_ptr<asio::thread_pool> pread_pool_;
+};
+
+bool io_uring_disabled_by_environment() {
+    const char* value = std::getenv("RINGLOAD_DISABLE_IO_URING");
+    return value != nullptr && value[0] != '\0' && value[0] != '0';
+}
+
+void say_once_using_pread() {
+    static std::once_flag said;
+    std::call_once(said, [] {
+        std::fprintf(stderr, "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
+                             "RINGLOAD_DISABLE_IO_URING?); using pread\n");
+    });
+}
+
+} // namespace
+
+bool io_uring_available() {
+    static const bool available = [] {
+        io_uring ring{};
+        if (::io_uring_queue_init(2, &ring, 0) != 0) {
+            return false;
+        }
+        ::io_uring_queue_exit(&ring);
+        return true;
+    }();
+    return available;
+}
+
+double page_cache_residency(int fd, std::uint64_t size_bytes) {
+    if (size_bytes == 0) {
+        return 1.0;
+    }
+    void* map = ::mmap(nullptr, size_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        return 0.0;
+    }
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident((size_bytes + page - 1) / page);
+    double fraction = 0.0;
+    if (::mincore(map, size_bytes, resident.data()) == 0) {
+        std::size_t count = 0;
+        for (unsigned char flags : resident) {
+            count += flags & 1;
+        }
+        fraction = static_cast<double>(count) / static_cast<double>(resident.size());
+    }
+    ::munmap(map, size_bytes);
+    return fraction;
+}
+
+Result<std::unique_ptr<Source>> open_file_source(asio::io_context& loop, const std::string& path,
+                                                 FileSourceOptions options) {
+    FileDescriptor buffered(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (buffered.get() < 0) {
+        return errno_error(path, "cannot open", errno);
+    }
+    struct stat info {};
+    if (::fstat(buffered.get(), &info) != 0) {
+        return errno_error(path, "cannot stat", errno);
+    }
+    if (!S_ISREG(info.st_mode)) {
+        return fail(errc::invalid_argument, path + ": not a regular file");
+    }
+    const auto size_bytes = static_cast<std::uint64_t>(info.st_size);
+
+    bool want_direct = options.mode == FileReadMode::direct ||
+                       (options.mode == FileReadMode::automatic &&
+                        page_cache_residency(buffered.get(), size_bytes) < cached_threshold);
+    FileDescriptor direct;
+    if (want_direct) {
+        direct = FileDescriptor(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
+        if (direct.get() < 0 && errno != EINVAL) {
+            return errno_error(path, "cannot open with O_DIRECT", errno);
+        }
+        // EINVAL: the filesystem refuses O_DIRECT (tmpfs); read through the page cache.
+    }
+    bool use_io_uring = options.allow_io_uring && !io_uring_disabled_by_environment() && io_uring_available();
+    if (!use_io_uring) {
+        say_once_using_pread();
+    }
+    return std::unique_ptr<Source>(
+        new FileSource(loop, path, size_bytes, std::move(buffered), std::move(direct), use_io_uring));
+}
+
+} // namespace ringload

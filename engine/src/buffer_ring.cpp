@@ -39,7 +39,7 @@ SlotLease::~SlotLease() { release(); }
 
 void SlotLease::release() noexcept {
     if (ring_ != nullptr) {
-        ring_->release_from_any_thread(index_);
+        ring_->release(index_);
         ring_ = nullptr;
     }
 }
@@ -92,7 +92,7 @@ BufferRing::BufferRing(asio::io_context& loop, BufferRingOptions options, std::b
 }
 
 BufferRing::~BufferRing() {
-    RL_ASSERT(free_.size() == options_.slot_count, "ring destroyed while slots are leased");
+    RL_ASSERT(free_count() == options_.slot_count, "ring destroyed while slots are leased");
     registration_.reset();
     ::munmap(memory_, mapped_bytes_);
 }
@@ -116,7 +116,13 @@ bool BufferRing::register_with_io_uring() {
     return true;
 }
 
+std::uint32_t BufferRing::free_count() const {
+    std::lock_guard lock(mutex_);
+    return static_cast<std::uint32_t>(free_.size());
+}
+
 std::optional<SlotLease> BufferRing::try_acquire() {
+    std::lock_guard lock(mutex_);
     if (free_.empty()) {
         return std::nullopt;
     }
@@ -125,34 +131,57 @@ std::optional<SlotLease> BufferRing::try_acquire() {
     return SlotLease(this, index);
 }
 
+std::optional<std::uint32_t> BufferRing::take_or_wait(bool wait_for_all) {
+    std::lock_guard lock(mutex_);
+    if (wait_for_all ? free_.size() == options_.slot_count : !free_.empty()) {
+        if (wait_for_all) {
+            return 0;
+        }
+        std::uint32_t index = free_.back();
+        free_.pop_back();
+        return index;
+    }
+    ++waiters_;
+    return std::nullopt;
+}
+
 Task<SlotLease> BufferRing::acquire() {
     for (;;) {
-        if (auto lease = try_acquire()) {
-            co_return std::move(*lease);
+        if (auto index = take_or_wait(false)) {
+            co_return SlotLease(this, *index);
         }
         auto waited = co_await slot_released_.async_wait(use_task);
-        (void)waited;  // cancelled on every release: re-check
+        (void)waited;  // cancelled by a release: look again
+        std::lock_guard lock(mutex_);
+        --waiters_;
     }
 }
 
 Task<void> BufferRing::wait_all_released() {
-    while (free_.size() != options_.slot_count) {
+    for (;;) {
+        if (take_or_wait(true)) {
+            co_return;
+        }
         auto waited = co_await slot_released_.async_wait(use_task);
         (void)waited;
+        std::lock_guard lock(mutex_);
+        --waiters_;
     }
 }
 
-void BufferRing::release_from_any_thread(std::uint32_t index) noexcept {
-    if (loop_.get_executor().running_in_this_thread()) {
-        release_on_loop(index);
-        return;
+void BufferRing::release(std::uint32_t index) noexcept {
+    bool wake = false;
+    {
+        std::lock_guard lock(mutex_);
+        free_.push_back(index);
+        wake = waiters_ > 0;
     }
-    asio::post(loop_, [this, index] { release_on_loop(index); });
-}
-
-void BufferRing::release_on_loop(std::uint32_t index) noexcept {
-    free_.push_back(index);
-    slot_released_.cancel();
+    // Waiters registered under the lock before sleeping on the timer, on the loop thread, so
+    // this posted wake-up runs after their wait began. Without waiters nothing is posted, so
+    // a ring with no run in progress never leaves a handler behind.
+    if (wake) {
+        asio::post(loop_, [this] { slot_released_.cancel(); });
+    }
 }
 
 } // namespace ringload

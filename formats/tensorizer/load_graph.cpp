@@ -40,7 +40,9 @@ std::uint64_t overlap_end(std::uint64_t a, std::uint64_t b) { return std::min(a,
 Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::vector<TensorDestination> destinations,
                                                      LoadGraphOptions options, std::string source_name) {
     if (index.encrypted) {
-        return fail(errc::encrypted_no_key, source_name + ": encrypted: supply a key");
+        return fail(errc::encrypted_no_key, source_name + ": encrypted: supply a key (data version " +
+                                                std::to_string(index.data_version) +
+                                                " with encrypted tensor data; decryption is not built yet)");
     }
     std::unique_ptr<LoadGraph> graph(new LoadGraph(index, options, std::move(source_name)));
     std::sort(destinations.begin(), destinations.end(),

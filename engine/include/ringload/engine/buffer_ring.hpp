@@ -9,8 +9,8 @@
 //     ring.register_with_io_uring();          // optional: enables fixed-buffer reads
 //     SlotLease slot = co_await ring.acquire();   // returned when the lease dies
 //
-// Thread: acquire() and the ring itself belong to the loop thread. A SlotLease may be dropped
-// on any thread: the release is posted back to the loop.
+// Thread: acquire() and wait_all_released() run on the loop thread. A SlotLease may be
+// dropped on any thread: the slot is back at once, and a waiting acquire() is woken on the loop.
 #pragma once
 
 #include "ringload/engine/task.hpp"
@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -80,20 +81,24 @@ public:
 
     std::uint32_t slot_count() const noexcept { return options_.slot_count; }
     std::size_t slot_size_bytes() const noexcept { return options_.slot_size_bytes; }
-    std::uint32_t free_count() const noexcept { return static_cast<std::uint32_t>(free_.size()); }
+    std::uint32_t free_count() const;
 
 private:
     friend class SlotLease;
     BufferRing(asio::io_context& loop, BufferRingOptions options, std::byte* memory, std::size_t mapped_bytes);
-    void release_from_any_thread(std::uint32_t index) noexcept;
-    void release_on_loop(std::uint32_t index) noexcept;
+    void release(std::uint32_t index) noexcept;
+    // Takes a free slot, or registers the caller as a waiter (both under the lock, so a release
+    // in between cannot be missed).
+    std::optional<std::uint32_t> take_or_wait(bool wait_for_all);
 
     asio::io_context& loop_;
     BufferRingOptions options_;
     std::byte* memory_ = nullptr;
     std::size_t mapped_bytes_ = 0;
-    std::vector<std::uint32_t> free_;
-    asio::steady_timer slot_released_;  // a wake-up for waiters: cancelled on every release
+    mutable std::mutex mutex_;
+    std::vector<std::uint32_t> free_;  // guarded by mutex_
+    std::uint32_t waiters_ = 0;        // guarded by mutex_
+    asio::steady_timer slot_released_;  // loop only: waiters sleep on it, releases cancel it
     std::optional<asio::buffer_registration<std::vector<asio::mutable_buffer>>> registration_;
 };
 

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""tests/bindings/cli_test.py: the `ringload` command against the fixture manifests.
+
+Runs the real binary (path in argv[1]) on every tensorizer fixture and checks `load --json
+--sha256` and `info --json` against the manifests, the exit status and the one-line errors
+of bad files, and --filter. Standard library only; prints 'N passed, N failed'.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+RINGLOAD = sys.argv[1]
+DATA = os.path.join(sys.argv[2], "tensorizer")
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, condition, detail=""):
+    if condition:
+        results["passed"] += 1
+    else:
+        results["failed"] += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(*args):
+    return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=120)
+
+
+def manifest_rows(manifest):
+    return [
+        {"name": t["name"] if t["name"] is not None else None, "path": t["path"],
+         "dtype": t["dtype"].removeprefix("torch."), "shape": t["shape"], "sha256": t["sha256"]}
+        for t in manifest["tensors"]
+    ]
+
+
+index = json.load(open(os.path.join(DATA, "index.json")))
+for entry in index["files"]:
+    path = os.path.join(DATA, entry["file"])
+    manifest = json.load(open(os.path.join(DATA, entry["manifest"])))
+    for extra in ([], ["--verify"]):
+        out = run("load", path, "--json", "--sha256", *extra)
+        label = f"load {entry['file']} {' '.join(extra)}"
+        if entry["encrypted"]:
+            check(label, out.returncode != 0 and "encrypted: supply a key" in out.stderr, out.stderr)
+            check(label + " one line", out.stderr.count("\n") == 1, out.stderr)
+            continue
+        check(label + " exit", out.returncode == 0, out.stderr)
+        if out.returncode != 0:
+            continue
+        got = json.loads(out.stdout)
+        check(label + " format", got["format"] == "tensorizer")
+        check(label + " bytes", got["bytes"] == sum(t["byte_length"] for t in manifest["tensors"]))
+        check(label + " seconds", got["seconds"] > 0)
+        want = manifest_rows(manifest)
+        check(label + " count", len(got["tensors"]) == len(want))
+        for g, w in zip(got["tensors"], want):
+            for key in ("path", "dtype", "shape", "sha256"):
+                check(f"{label} {w['path']} {key}", g[key] == w[key], f"{g[key]!r} != {w[key]!r}")
+    info = run("info", path, "--json")
+    check(f"info {entry['file']}", info.returncode == 0, info.stderr)
+    if info.returncode == 0:
+        got = json.loads(info.stdout)
+        check(f"info {entry['file']} version", got["data_version"] == manifest["data_version"])
+        check(f"info {entry['file']} encrypted", got["encrypted"] == entry["encrypted"])
+        check(f"info {entry['file']} shapes", [t["shape"] for t in got["tensors"]] ==
+              [t["shape"] for t in manifest["tensors"]])
+
+# --filter: regex over the display name, in file order.
+large = os.path.join(DATA, "large_mixed_v2.tensors")
+manifest = json.load(open(large + ".json"))
+out = run("load", large, "--json", "--sha256", "--filter", r"\.bfloat16$")
+want = [t for t in manifest["tensors"] if re.search(r"\.bfloat16$", t["name"])]
+check("filter exit", out.returncode == 0, out.stderr)
+got = json.loads(out.stdout)["tensors"] if out.returncode == 0 else []
+check("filter count", len(got) == len(want) and len(want) > 0, f"{len(got)} vs {len(want)}")
+check("filter values", [g["sha256"] for g in got] == [w["sha256"] for w in want])
+
+# Human-readable summary.
+out = run("load", large, "--verify")
+check("summary", out.returncode == 0 and re.search(r"loaded 127 tensors, 8000000 bytes in .* GB/s", out.stdout),
+      out.stdout + out.stderr)
+
+# Bad files: non-zero exit, one line on stderr naming the file and the category.
+bad = json.load(open(os.path.join(DATA, "bad", "manifest.json")))
+for case in bad["cases"]:
+    if case["open_with"]["decryption"] is not None:
+        continue  # needs a key: the encryption issue
+    path = os.path.join(DATA, "bad", case["file"])
+    out = run("load", path, "--verify")
+    label = f"bad {case['file']}"
+    check(label + " exit", out.returncode != 0, out.stdout)
+    lines = out.stderr.strip().splitlines()
+    check(label + " one line", len(lines) == 1, out.stderr)
+    check(label + " category", case["expected_error_category"] in out.stderr and case["file"] in out.stderr,
+          out.stderr)
+
+for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
+                     (["load", large, "--device", "cuda:0"], "cuda"),
+                     (["load", large, "--filter", "("], "regular expression"),
+                     (["load", "http://127.0.0.1:1/x.tensors"], "http"),
+                     (["load", large, "--slot-size", "1000"], "4096")]:
+    out = run(*args)
+    check(f"error {args}", out.returncode != 0 and needle in out.stderr and out.stderr.count("\n") == 1, out.stderr)
+
+print(f"{results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)

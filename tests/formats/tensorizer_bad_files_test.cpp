@@ -1,0 +1,136 @@
+// tests/formats/tensorizer_bad_files_test.cpp
+//
+// Every file in tests/data/tensorizer/bad/ must fail with the error category its manifest
+// names, with a message that names the file and the tensor or offset: never a crash, a hang
+// or a silent success. Cases that need a key exercise decryption, which is not built yet;
+// they are counted and named in the output.
+#include "../support/test_support.hpp"
+#include "ringload/ringload.hpp"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <regex>
+
+namespace ringload {
+namespace {
+
+using testing::tensorizer_dir;
+
+std::vector<nlohmann::json> bad_cases() {
+    std::vector<nlohmann::json> cases;
+    const auto manifest = testing::read_json(tensorizer_dir() / "bad" / "manifest.json");
+    for (const auto& entry : manifest["cases"]) {
+        cases.push_back(entry);
+    }
+    return cases;
+}
+
+void check_bad_file(const nlohmann::json& bad) {
+    const auto file = bad["file"].get<std::string>();
+    const auto path = (tensorizer_dir() / "bad" / file).string();
+    const auto category = bad["expected_error_category"].get<std::string>();
+
+    // The error may come at open (header, index) or at load (records, hashes): with
+    // verification, since flipped bytes are only detectable through the hashes.
+    std::optional<Error> error;
+    auto opened = Deserializer::open(path);
+    if (!opened) {
+        error = opened.error();
+    } else {
+        for (auto slot_size : {std::size_t{4 << 20}, std::size_t{4096}}) {
+            LoadOptions options;
+            options.verify_hashes = true;
+            options.slot_size_bytes = slot_size;
+            auto loaded = opened->load(options);
+            ASSERT_FALSE(loaded) << file << " loaded without an error";
+            EXPECT_EQ(errc_name(loaded.error().code), category) << loaded.error().message();
+            error = loaded.error();
+        }
+    }
+    ASSERT_TRUE(error);
+    EXPECT_EQ(errc_name(error->code), category) << error->message();
+    const std::string message = error->message();
+    EXPECT_NE(message.find(file), std::string::npos) << "message does not name the file: " << message;
+    std::regex where("tensor '|offset|byte|bytes|magic|version|count|name");
+    EXPECT_TRUE(std::regex_search(message, where)) << "message does not say where: " << message;
+}
+
+// Truncated data is an error even without verification (tensorizer itself misses it).
+TEST(BadTensorizerFiles, TruncatedDataFailsWithoutVerification) {
+    auto opened = Deserializer::open((tensorizer_dir() / "bad" / "trunc_in_tensor_data.tensors").string());
+    if (opened) {
+        auto loaded = opened->load();
+        ASSERT_FALSE(loaded);
+        EXPECT_EQ(loaded.error().code, errc::truncated);
+    } else {
+        EXPECT_EQ(opened.error().code, errc::truncated);
+    }
+}
+
+// Cases that need a key exercise decryption, which arrives with the encryption issue (#3);
+// the test says how many it left out.
+TEST(BadTensorizerFiles, EveryKeylessCaseFailsWithItsCategoryAndSaysWhere) {
+    std::size_t checked = 0;
+    std::size_t need_key = 0;
+    for (const auto& bad : bad_cases()) {
+        if (!bad["open_with"]["decryption"].is_null()) {
+            ++need_key;
+            continue;
+        }
+        SCOPED_TRACE(bad["file"].get<std::string>());
+        check_bad_file(bad);
+        ++checked;
+    }
+    EXPECT_GE(checked, 12u);
+    if (need_key > 0) {
+        std::cout << "[ NOTE ] " << need_key << " bad/ cases need a decryption key (issue #3): not run here\n";
+    }
+}
+
+TEST(BadTensorizerFiles, MissingFileIsNotFoundAndNamed) {
+    auto opened = Deserializer::open("/nonexistent/model.tensors");
+    ASSERT_FALSE(opened);
+    EXPECT_EQ(opened.error().code, errc::not_found);
+    EXPECT_NE(opened.error().message().find("/nonexistent/model.tensors"), std::string::npos);
+}
+
+TEST(BadTensorizerFiles, EmptyAndTinyFiles) {
+    testing::TempDir dir;
+    auto empty = testing::write_file(dir.path() / "empty.tensors", {});
+    auto opened = Deserializer::open(empty.string());
+    ASSERT_FALSE(opened);
+    EXPECT_EQ(opened.error().code, errc::truncated);
+    auto junk = testing::write_file(dir.path() / "junk.bin", std::vector<std::byte>(100, std::byte{0x41}));
+    opened = Deserializer::open(junk.string());
+    ASSERT_FALSE(opened);
+    EXPECT_EQ(opened.error().code, errc::not_tensorizer);
+}
+
+// Every single-byte truncation point of a small file fails cleanly (no crash, no success).
+TEST(BadTensorizerFiles, EveryTruncationOfTheHeadersFails) {
+    auto bytes = testing::read_file(tensorizer_dir() / "tiny_v1.tensors");
+    testing::TempDir dir;
+    auto path = dir.path() / "cut.tensors";
+    // The interesting places: the file header, the index start, and the tensor records.
+    std::vector<std::size_t> cuts;
+    for (std::size_t n = 0; n < 200; ++n) {
+        cuts.push_back(n);
+    }
+    for (std::size_t n = 262'217; n < bytes.size() - 8; ++n) {  // records, without the sentinel
+        cuts.push_back(n);
+    }
+    for (std::size_t n : cuts) {
+        testing::write_file(path, std::vector<std::byte>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
+        auto opened = Deserializer::open(path.string());
+        if (!opened) {
+            continue;
+        }
+        auto loaded = opened->load();
+        ASSERT_FALSE(loaded) << "a file cut at " << n << " bytes loaded";
+        EXPECT_EQ(loaded.error().code, errc::truncated) << loaded.error().message();
+    }
+}
+
+} // namespace
+} // namespace ringload

@@ -1,0 +1,88 @@
+// tests/support/test_support.hpp
+//
+// Shared by the test executables: where the fixtures are, JSON manifests, temporary
+// directories that clean up after themselves, and the loop runner for coroutine tests.
+#pragma once
+
+#include "ringload/engine/task.hpp"
+#include "ringload/error.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ringload::testing {
+
+inline std::filesystem::path data_dir() { return RINGLOAD_TEST_DATA_DIR; }
+inline std::filesystem::path tensorizer_dir() { return data_dir() / "tensorizer"; }
+
+inline nlohmann::json read_json(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+inline std::string hex_of(const std::string& bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
+// A fresh directory under $TMPDIR (or a given parent), removed with everything in it.
+class TempDir {
+public:
+    explicit TempDir(const std::filesystem::path& parent = std::filesystem::temp_directory_path()) {
+        std::random_device seed;
+        path_ = parent / ("ringload-test-" + std::to_string(seed()) + std::to_string(seed()));
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+inline std::filesystem::path write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return path;
+}
+
+inline std::vector<std::byte> read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> bytes(chars.size());
+    std::memcpy(bytes.data(), chars.data(), chars.size());
+    return bytes;
+}
+
+// Runs a coroutine to completion on `loop` and returns its result.
+template <class T>
+T run_to_completion(boost::asio::io_context& loop, Task<T> task) {
+    std::optional<T> out;
+    boost::asio::co_spawn(loop, std::move(task), [&out](std::exception_ptr error, T value) {
+        if (error) {
+            std::rethrow_exception(error);
+        }
+        out.emplace(std::move(value));
+    });
+    loop.restart();
+    loop.run();
+    return std::move(*out);
+}
+
+} // namespace ringload::testing

@@ -162,8 +162,8 @@ bool validate_options(const Options& options) {
         return false;
     }
     if (!options.buffered && options.block_size % kMinDirectAlignment != 0) {
-        std::fprintf(stderr, "%s: --block-size must be a multiple of %llu for O_DIRECT (or use --buffered)\n",
-                     kProgram, static_cast<unsigned long long>(kMinDirectAlignment));
+        std::fprintf(stderr, "%s: --block-size must be a multiple of %llu for O_DIRECT (or use --buffered)\n", kProgram,
+                     static_cast<unsigned long long>(kMinDirectAlignment));
         return false;
     }
     if (options.queue_depth == 0 || options.queue_depth > kMaxQueueDepth) {
@@ -200,8 +200,7 @@ std::optional<Options> parse_args(int argc, char** argv, bool& show_help) {
             const auto text = flag_value(flag, argc, argv, i);
             const auto depth = text ? parse_size(*text) : std::nullopt;
             if (!depth || *depth > kMaxQueueDepth) {
-                std::fprintf(stderr, "%s: --queue-depth needs a number between 1 and %u\n", kProgram,
-                             kMaxQueueDepth);
+                std::fprintf(stderr, "%s: --queue-depth needs a number between 1 and %u\n", kProgram, kMaxQueueDepth);
                 return std::nullopt;
             }
             options.queue_depth = static_cast<unsigned>(*depth);
@@ -365,8 +364,8 @@ int register_buffers(io_uring* ring, std::byte* base, std::uint64_t block_size, 
 // the slot index travels in user_data so a completion finds its block without any lookup.
 class SequentialReader {
 public:
-    SequentialReader(io_uring* ring, int fd, std::byte* buffers, std::uint64_t block_size,
-                     unsigned queue_depth, std::uint64_t file_size, bool direct)
+    SequentialReader(io_uring* ring, int fd, std::byte* buffers, std::uint64_t block_size, unsigned queue_depth,
+                     std::uint64_t file_size, bool direct)
         : ring_(ring),
           fd_(fd),
           buffers_(buffers),
@@ -400,9 +399,9 @@ public:
 
 private:
     struct Slot {
-        std::uint64_t offset = 0;  // file offset of the block
-        std::uint64_t length = 0;  // bytes requested for the block
-        std::uint64_t done = 0;    // bytes received so far
+        std::uint64_t offset = 0; // file offset of the block
+        std::uint64_t length = 0; // bytes requested for the block
+        std::uint64_t done = 0;   // bytes received so far
     };
 
     // Length to request for the block at `offset`. With O_DIRECT the tail must still be an aligned
@@ -439,8 +438,8 @@ private:
         }
         const Slot& s = slots_[slot];
         std::byte* buffer = buffers_ + slot * block_size_ + s.done;
-        ::io_uring_prep_read_fixed(sqe, fd_, buffer, static_cast<unsigned>(s.length - s.done),
-                                   s.offset + s.done, static_cast<int>(slot));
+        ::io_uring_prep_read_fixed(sqe, fd_, buffer, static_cast<unsigned>(s.length - s.done), s.offset + s.done,
+                                   static_cast<int>(slot));
         ::io_uring_sqe_set_data64(sqe, slot);
     }
 
@@ -464,7 +463,7 @@ private:
     // Accounts one completion for `slot`. Returns 0 or -errno.
     int complete(unsigned slot, int res) {
         if (res == -EINTR || res == -EAGAIN) {
-            queue_read(slot);  // transient: nothing was transferred, ask again
+            queue_read(slot); // transient: nothing was transferred, ask again
             return 0;
         }
         if (res < 0) {
@@ -476,15 +475,15 @@ private:
 
         const bool before_eof = s.offset + s.done < file_size_;
         if (res > 0 && s.done < s.length && before_eof) {
-            queue_read(slot);  // short read in the middle of the file: fetch the rest of this block
+            queue_read(slot); // short read in the middle of the file: fetch the rest of this block
             return 0;
         }
         if (res == 0 && before_eof) {
             // The file shrank while we were reading; stop issuing blocks rather than spin on EOF.
             next_offset_ = file_size_;
         }
-        --in_flight_;            // this block is finished...
-        start_next_block(slot);  // ...and its slot moves on to the next one, if any is left
+        --in_flight_;           // this block is finished...
+        start_next_block(slot); // ...and its slot moves on to the next one, if any is left
         return 0;
     }
 
@@ -557,8 +556,7 @@ int run(const Options& options) {
 
     Ring ring;
     if (const int ret = ring.init(2 * options.queue_depth); ret < 0) {
-        std::fprintf(stderr,
-                     "%s: io_uring_queue_init(%u entries) failed: %s (io_uring unavailable or disabled?)\n",
+        std::fprintf(stderr, "%s: io_uring_queue_init(%u entries) failed: %s (io_uring unavailable or disabled?)\n",
                      kProgram, 2 * options.queue_depth, std::strerror(-ret));
         return kExitRingUnavailable;
     }
@@ -569,8 +567,8 @@ int run(const Options& options) {
         return kExitRingUnavailable;
     }
 
-    SequentialReader reader(ring.get(), file.get(), buffers.data(), options.block_size, options.queue_depth,
-                            size, direct);
+    SequentialReader reader(ring.get(), file.get(), buffers.data(), options.block_size, options.queue_depth, size,
+                            direct);
     Measurement result;
     if (const int ret = reader.run(result); ret < 0) {
         print_errno(options.path, -ret);
@@ -580,7 +578,7 @@ int run(const Options& options) {
     return std::fflush(stdout) == 0 ? 0 : kExitError;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     try {

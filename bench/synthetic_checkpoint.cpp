@@ -51,8 +51,8 @@ namespace {
 constexpr const char* kTool = "ringload-synth";
 
 // Sizes fixed by the format (spec sections 3, 4, 5.1, 10).
-constexpr uint64_t kFixedHeaderSize = 65 + 8;  // fixed header + u64 index_len
-constexpr uint64_t kIndexLen = 262144;          // tensorizer always reserves this
+constexpr uint64_t kFixedHeaderSize = 65 + 8; // fixed header + u64 index_len
+constexpr uint64_t kIndexLen = 262144;        // tensorizer always reserves this
 constexpr uint64_t kSentinelSize = 8;
 constexpr uint32_t kDataVersion = 1;
 constexpr uint8_t kTensorTypeStateDict = 2;
@@ -76,8 +76,7 @@ struct Failure {
     std::string what;
 };
 
-[[noreturn]] void fail_errno(const std::string& what)
-{
+[[noreturn]] void fail_errno(const std::string& what) {
     throw Failure{what + ": " + std::strerror(errno)};
 }
 
@@ -102,23 +101,20 @@ struct ModelShape {
 constexpr ModelShape kGpt2Xl{48, 1600, 50257, 1024};
 constexpr ModelShape kTiny{2, 64, 1000, 128};
 
-void add_layer_norm(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t hidden)
-{
+void add_layer_norm(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t hidden) {
     // Freshly initialised layer norms are the identity: weight 1, bias 0.
     out.push_back({prefix + ".weight", {hidden}, Fill::Ones});
     out.push_back({prefix + ".bias", {hidden}, Fill::Zeros});
 }
 
-void add_linear(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t in, uint32_t out_features)
-{
+void add_linear(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t in, uint32_t out_features) {
     // HF GPT-2 uses Conv1D, whose weight is [in, out] (transposed vs nn.Linear).
     out.push_back({prefix + ".weight", {in, out_features}, Fill::Random});
     out.push_back({prefix + ".bias", {out_features}, Fill::Random});
 }
 
 // HF GPT2Model state_dict order and naming, without lm_head (tied to wte).
-std::vector<TensorSpec> gpt2_tensors(const ModelShape& m)
-{
+std::vector<TensorSpec> gpt2_tensors(const ModelShape& m) {
     const uint32_t h = m.hidden;
     std::vector<TensorSpec> out;
     out.push_back({"transformer.wte.weight", {m.vocab, h}, Fill::Random});
@@ -136,8 +132,7 @@ std::vector<TensorSpec> gpt2_tensors(const ModelShape& m)
     return out;
 }
 
-uint64_t element_count(const TensorSpec& t)
-{
+uint64_t element_count(const TensorSpec& t) {
     uint64_t n = 1;
     for (uint32_t d : t.dims)
         n *= d;
@@ -149,27 +144,26 @@ uint64_t element_count(const TensorSpec& t)
 
 // float -> IEEE binary16 bits, round to nearest even, with subnormals,
 // overflow to infinity, and NaNs kept NaN (quiet, top payload bits kept).
-uint16_t float_to_half(float f)
-{
+uint16_t float_to_half(float f) {
     const uint32_t x = std::bit_cast<uint32_t>(f);
     const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
     const uint32_t abs = x & 0x7FFFFFFF;
 
-    if (abs >= 0x7F800000) {  // inf or NaN
+    if (abs >= 0x7F800000) { // inf or NaN
         const uint32_t nan_bits = abs > 0x7F800000 ? 0x200 | ((abs >> 13) & 0x3FF) : 0;
         return static_cast<uint16_t>(sign | 0x7C00 | nan_bits);
     }
-    if (abs >= 0x477FF000)  // >= 65520: rounds past the largest half (65504)
+    if (abs >= 0x477FF000) // >= 65520: rounds past the largest half (65504)
         return static_cast<uint16_t>(sign | 0x7C00);
-    if (abs <= 0x33000000)  // <= 2^-25: half of the smallest subnormal, ties to 0
+    if (abs <= 0x33000000) // <= 2^-25: half of the smallest subnormal, ties to 0
         return sign;
 
     uint32_t mantissa;
     int shift;
-    if (abs < 0x38800000) {  // below 2^-14: becomes a half subnormal
+    if (abs < 0x38800000) { // below 2^-14: becomes a half subnormal
         // value = m * 2^(e-150); in units of 2^-24 that is m >> (126 - e).
         mantissa = (abs & 0x7FFFFF) | 0x800000;
-        shift = 126 - static_cast<int>(abs >> 23);  // 14..25 here
+        shift = 126 - static_cast<int>(abs >> 23); // 14..25 here
     } else {
         // Rebias the exponent (127 -> 15). A rounding carry out of the
         // mantissa bumps the exponent, which is correct; the overflow check
@@ -188,7 +182,7 @@ uint16_t float_to_half(float f)
 
 struct Float16 {
     using Bits = uint16_t;
-    static constexpr const char* kDtype = "<f2";  // numpy dtype.str
+    static constexpr const char* kDtype = "<f2"; // numpy dtype.str
     static constexpr Bits kOne = 0x3C00;
     static Bits encode(float f) { return float_to_half(f); }
 };
@@ -202,21 +196,18 @@ struct Float32 {
 
 enum class DType { Float16, Float32 };
 
-const char* dtype_string(DType d)
-{
+const char* dtype_string(DType d) {
     return d == DType::Float16 ? Float16::kDtype : Float32::kDtype;
 }
 
-uint64_t item_size(DType d)
-{
+uint64_t item_size(DType d) {
     return d == DType::Float16 ? sizeof(Float16::Bits) : sizeof(Float32::Bits);
 }
 
 // ---------------------------------------------------------------------------
 // Deterministic values
 
-uint64_t splitmix64(uint64_t& state)
-{
+uint64_t splitmix64(uint64_t& state) {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -228,15 +219,13 @@ uint64_t splitmix64(uint64_t& state)
 // and in any order without changing the output.
 class Xoshiro256 {
 public:
-    Xoshiro256(uint64_t seed, uint64_t stream)
-    {
+    Xoshiro256(uint64_t seed, uint64_t stream) {
         uint64_t sm = seed ^ (0xD1B54A32D192ED03ull * (stream + 1));
         for (uint64_t& word : s_)
             word = splitmix64(sm);
     }
 
-    uint64_t next()
-    {
+    uint64_t next() {
         const uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
         const uint64_t t = s_[1] << 17;
         s_[2] ^= s_[0];
@@ -254,8 +243,7 @@ private:
 
 // Sum of two 16-bit uniforms: a symmetric triangular value, cheap and more
 // weight-like than a flat uniform. Exactly representable as a float.
-float weight_from_word(uint32_t w)
-{
+float weight_from_word(uint32_t w) {
     const int32_t sum = static_cast<int32_t>(w & 0xFFFF) + static_cast<int32_t>(w >> 16) - 0xFFFF;
     return static_cast<float>(sum) * (kWeightScale / 65536.0f);
 }
@@ -264,8 +252,7 @@ float weight_from_word(uint32_t w)
 // Callers pass even counts except for a tensor's final chunk, so chunking
 // does not change the values.
 template <typename Format>
-void fill_random(typename Format::Bits* out, size_t n, Xoshiro256& rng)
-{
+void fill_random(typename Format::Bits* out, size_t n, Xoshiro256& rng) {
     size_t i = 0;
     for (; i + 1 < n; i += 2) {
         const uint64_t r = rng.next();
@@ -284,8 +271,7 @@ public:
     explicit ByteWriter(std::vector<uint8_t>& out) : out_(out) {}
 
     template <typename T>
-    void put(T value)
-    {
+    void put(T value) {
         static_assert(std::is_unsigned_v<T>);
         for (size_t i = 0; i < sizeof(T); ++i)
             out_.push_back(static_cast<uint8_t>(value >> (8 * i)));
@@ -299,16 +285,15 @@ private:
     std::vector<uint8_t>& out_;
 };
 
-void store_u64_le(uint8_t* p, uint64_t v)
-{
+void store_u64_le(uint8_t* p, uint64_t v) {
     for (int i = 0; i < 8; ++i)
         p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
 struct Record {
     const TensorSpec* spec;
-    std::vector<uint8_t> header;  // H' (hash values zero) until hashed
-    size_t crc_pos = 0;           // offsets of the hash values in header
+    std::vector<uint8_t> header; // H' (hash values zero) until hashed
+    size_t crc_pos = 0;          // offsets of the hash values in header
     size_t sha_pos = 0;
     uint64_t header_offset = 0;
     uint64_t data_offset = 0;
@@ -317,29 +302,27 @@ struct Record {
 
 struct Plan {
     std::vector<Record> records;
-    std::vector<uint8_t> prefix;  // fixed header, index_len and the full index
-    uint64_t data_bytes = 0;      // sum of data lengths (header tensor_size)
+    std::vector<uint8_t> prefix; // fixed header, index_len and the full index
+    uint64_t data_bytes = 0;     // sum of data lengths (header tensor_size)
     uint64_t sentinel_offset = 0;
     uint64_t file_size = 0;
 };
 
-void check_limits(const TensorSpec& t, const char* dtype)
-{
+void check_limits(const TensorSpec& t, const char* dtype) {
     // The format's length fields are u16 (name), u8 (dtype, ndim).
     if (t.name.size() > 0xFFFF || std::strlen(dtype) > 0xFF || t.dims.size() > 0xFF)
         throw Failure{"tensor " + t.name + " does not fit the format's length fields"};
 }
 
 // Per-tensor header (spec 5.1), with the hash values left zero: this is H'.
-void build_header(Record& r, DType dtype)
-{
+void build_header(Record& r, DType dtype) {
     const TensorSpec& t = *r.spec;
     const char* dt = dtype_string(dtype);
     check_limits(t, dt);
 
     ByteWriter w(r.header);
-    w.put<uint64_t>(0);  // header_size, patched below
-    w.put<uint16_t>(0);  // module_idx: write_state_dict always writes 0
+    w.put<uint64_t>(0); // header_size, patched below
+    w.put<uint16_t>(0); // module_idx: write_state_dict always writes 0
     w.put<uint8_t>(kTensorTypeStateDict);
     w.put(static_cast<uint16_t>(t.name.size()));
     w.put_bytes(t.name);
@@ -349,7 +332,7 @@ void build_header(Record& r, DType dtype)
     for (uint32_t d : t.dims)
         w.put(d);
     w.put(kHashSectionLen);
-    w.put<uint8_t>(2);  // hash_count
+    w.put<uint8_t>(2); // hash_count
     w.put(kHashCrc32);
     w.put(kCrc32Len);
     r.crc_pos = w.size();
@@ -358,13 +341,12 @@ void build_header(Record& r, DType dtype)
     w.put(kSha256Len);
     r.sha_pos = w.size();
     w.put_zeros(kSha256Len);
-    w.put(r.data_length);  // i64 in the header; always >= 0 here
+    w.put(r.data_length); // i64 in the header; always >= 0 here
     store_u64_le(r.header.data(), r.header.size());
 }
 
 // Index entry (spec 4): same name/type/dtype/shape as the header, plus offsets.
-void append_index_entry(ByteWriter& w, const Record& r, DType dtype)
-{
+void append_index_entry(ByteWriter& w, const Record& r, DType dtype) {
     const TensorSpec& t = *r.spec;
     const char* dt = dtype_string(dtype);
     w.put(static_cast<uint16_t>(t.name.size()));
@@ -380,14 +362,13 @@ void append_index_entry(ByteWriter& w, const Record& r, DType dtype)
     w.put(r.data_length);
 }
 
-void build_prefix(Plan& plan, DType dtype)
-{
+void build_prefix(Plan& plan, DType dtype) {
     ByteWriter w(plan.prefix);
     w.put_bytes("|TZR|");
     w.put(kDataVersion);
-    w.put_zeros(32);  // feature_flags: must be zero below data version 4
-    w.put(plan.data_bytes);  // tensor_size
-    w.put<uint64_t>(0);      // unused
+    w.put_zeros(32);        // feature_flags: must be zero below data version 4
+    w.put(plan.data_bytes); // tensor_size
+    w.put<uint64_t>(0);     // unused
     w.put(static_cast<uint64_t>(plan.records.size()));
     w.put(kIndexLen);
     for (const Record& r : plan.records)
@@ -399,8 +380,7 @@ void build_prefix(Plan& plan, DType dtype)
 
 // Every offset is known before any data is generated, so records can be
 // written independently and in parallel with pwrite.
-Plan make_plan(const std::vector<TensorSpec>& tensors, DType dtype)
-{
+Plan make_plan(const std::vector<TensorSpec>& tensors, DType dtype) {
     Plan plan;
     plan.records.reserve(tensors.size());
     uint64_t offset = kFixedHeaderSize + kIndexLen;
@@ -424,8 +404,7 @@ Plan make_plan(const std::vector<TensorSpec>& tensors, DType dtype)
 // ---------------------------------------------------------------------------
 // Output file
 
-void pwrite_all(int fd, const void* data, size_t len, uint64_t offset)
-{
+void pwrite_all(int fd, const void* data, size_t len, uint64_t offset) {
     const auto* p = static_cast<const uint8_t*>(data);
     while (len > 0) {
         const ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(offset));
@@ -445,9 +424,7 @@ void pwrite_all(int fd, const void* data, size_t len, uint64_t offset)
 class TempFile {
 public:
     explicit TempFile(std::string final_path)
-        : final_path_(std::move(final_path)),
-          temp_path_(final_path_ + ".tmp." + std::to_string(::getpid()))
-    {
+        : final_path_(std::move(final_path)), temp_path_(final_path_ + ".tmp." + std::to_string(::getpid())) {
         fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd_ < 0)
             fail_errno("create " + temp_path_);
@@ -456,8 +433,7 @@ public:
     TempFile(const TempFile&) = delete;
     TempFile& operator=(const TempFile&) = delete;
 
-    ~TempFile()
-    {
+    ~TempFile() {
         if (fd_ >= 0)
             ::close(fd_);
         if (!committed_)
@@ -468,8 +444,7 @@ public:
 
     // Reserving the space first makes a full disk fail in milliseconds
     // instead of after minutes of generation.
-    void reserve(uint64_t size)
-    {
+    void reserve(uint64_t size) {
         const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(size));
         if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
             errno = rc;
@@ -477,8 +452,7 @@ public:
         }
     }
 
-    void commit()
-    {
+    void commit() {
         if (::fsync(fd_) != 0)
             fail_errno("fsync");
         const int fd = fd_;
@@ -508,21 +482,18 @@ using EvpCtx = std::unique_ptr<EVP_MD_CTX, EvpCtxDeleter>;
 // CRC32 (zlib) and SHA-256 over the same byte stream.
 class RecordHasher {
 public:
-    RecordHasher() : sha_(EVP_MD_CTX_new())
-    {
+    RecordHasher() : sha_(EVP_MD_CTX_new()) {
         if (!sha_)
             throw Failure{"EVP_MD_CTX_new failed"};
     }
 
-    void reset()
-    {
+    void reset() {
         crc_ = 0;
         if (EVP_DigestInit_ex(sha_.get(), EVP_sha256(), nullptr) != 1)
             throw Failure{"SHA-256 init failed"};
     }
 
-    void update(const void* data, size_t len)
-    {
+    void update(const void* data, size_t len) {
         const auto* p = static_cast<const unsigned char*>(data);
         crc_ = crc32_gzip_refl(crc_, p, len);
         if (EVP_DigestUpdate(sha_.get(), p, len) != 1)
@@ -530,8 +501,7 @@ public:
     }
 
     // Writes the CRC32 (u32 LE) and the SHA-256 digest into their slots.
-    void finish(uint8_t* crc_slot, uint8_t* sha_slot)
-    {
+    void finish(uint8_t* crc_slot, uint8_t* sha_slot) {
         for (int i = 0; i < 4; ++i)
             crc_slot[i] = static_cast<uint8_t>(crc_ >> (8 * i));
         unsigned int len = 0;
@@ -545,27 +515,25 @@ private:
 };
 
 template <typename Format>
-void fill_chunk(typename Format::Bits* out, size_t n, Fill fill, Xoshiro256& rng)
-{
+void fill_chunk(typename Format::Bits* out, size_t n, Fill fill, Xoshiro256& rng) {
     switch (fill) {
-    case Fill::Random:
-        fill_random<Format>(out, n, rng);
-        break;
-    case Fill::Ones:
-        std::fill_n(out, n, Format::kOne);
-        break;
-    case Fill::Zeros:
-        std::fill_n(out, n, typename Format::Bits{0});
-        break;
+        case Fill::Random:
+            fill_random<Format>(out, n, rng);
+            break;
+        case Fill::Ones:
+            std::fill_n(out, n, Format::kOne);
+            break;
+        case Fill::Zeros:
+            std::fill_n(out, n, typename Format::Bits{0});
+            break;
     }
 }
 
 // Generates, hashes and writes one record. The header goes last because its
 // hash values depend on the data.
 template <typename Format>
-void write_record(int fd, Record& r, uint64_t seed, uint64_t stream,
-                  std::vector<typename Format::Bits>& buffer, RecordHasher& hasher)
-{
+void write_record(int fd, Record& r, uint64_t seed, uint64_t stream, std::vector<typename Format::Bits>& buffer,
+                  RecordHasher& hasher) {
     using Bits = typename Format::Bits;
     hasher.reset();
     hasher.update(r.header.data(), r.header.size());
@@ -587,8 +555,7 @@ void write_record(int fd, Record& r, uint64_t seed, uint64_t stream,
 // Workers take records from a shared counter; the first failure stops the
 // rest and is rethrown on the calling thread.
 template <typename Format>
-void write_records(int fd, Plan& plan, uint64_t seed)
-{
+void write_records(int fd, Plan& plan, uint64_t seed) {
     const size_t count = plan.records.size();
     const size_t jobs = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::max<size_t>(count, 1));
     std::atomic<size_t> next{0};
@@ -630,9 +597,8 @@ void write_records(int fd, Plan& plan, uint64_t seed)
         throw *error;
 }
 
-void write_checkpoint(const std::string& out, const std::vector<TensorSpec>& tensors,
-                      DType dtype, uint64_t seed, Plan& plan)
-{
+void write_checkpoint(const std::string& out, const std::vector<TensorSpec>& tensors, DType dtype, uint64_t seed,
+                      Plan& plan) {
     plan = make_plan(tensors, dtype);
     TempFile file(out);
     file.reserve(plan.file_size);
@@ -657,13 +623,11 @@ struct Options {
     bool help = false;
 };
 
-void print_usage(std::FILE* to)
-{
+void print_usage(std::FILE* to) {
     std::fprintf(to, "usage: %s --shape gpt2-xl|tiny [--dtype float16|float32] [--seed N] OUT\n", kTool);
 }
 
-std::optional<uint64_t> parse_u64(std::string_view s)
-{
+std::optional<uint64_t> parse_u64(std::string_view s) {
     uint64_t v = 0;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc{} || end != s.data() + s.size() || s.empty())
@@ -671,15 +635,13 @@ std::optional<uint64_t> parse_u64(std::string_view s)
     return v;
 }
 
-bool usage_error(const char* what, std::string_view value)
-{
+bool usage_error(const char* what, std::string_view value) {
     std::fprintf(stderr, "%s: %s '%.*s'\n", kTool, what, static_cast<int>(value.size()), value.data());
     return false;
 }
 
 // Returns false (after saying why) on a usage error.
-bool apply_option(Options& o, std::string_view key, std::string_view value)
-{
+bool apply_option(Options& o, std::string_view key, std::string_view value) {
     if (key == "--shape") {
         if (value == "gpt2-xl")
             o.shape = &kGpt2Xl;
@@ -706,8 +668,7 @@ bool apply_option(Options& o, std::string_view key, std::string_view value)
 }
 
 // Accepts "--key value" and "--key=value". Returns nullopt on a usage error.
-std::optional<Options> parse_args(int argc, char** argv)
-{
+std::optional<Options> parse_args(int argc, char** argv) {
     Options o;
     bool have_out = false;
     for (int i = 1; i < argc; ++i) {
@@ -745,23 +706,21 @@ std::optional<Options> parse_args(int argc, char** argv)
     return o;
 }
 
-int run(const Options& o)
-{
+int run(const Options& o) {
     const auto start = std::chrono::steady_clock::now();
     const std::vector<TensorSpec> tensors = gpt2_tensors(*o.shape);
     Plan plan;
     write_checkpoint(o.out, tensors, o.dtype, o.seed, plan);
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     std::printf("%s: %zu tensors, %llu bytes (%llu data), %.2f s\n", o.out.c_str(), plan.records.size(),
-                static_cast<unsigned long long>(plan.file_size),
-                static_cast<unsigned long long>(plan.data_bytes), elapsed.count());
+                static_cast<unsigned long long>(plan.file_size), static_cast<unsigned long long>(plan.data_bytes),
+                elapsed.count());
     return 0;
 }
 
-}  // namespace
+} // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     const std::optional<Options> options = parse_args(argc, argv);
     if (!options) {
         print_usage(stderr);

@@ -26,7 +26,9 @@ std::string shape_text(const TensorInfo& tensor) {
     return text + "]";
 }
 
-std::string flags_text(const Index& index) { return index.encrypted ? "encrypted" : "none"; }
+std::string flags_text(const Index& index) {
+    return index.encrypted ? "encrypted" : "none";
+}
 
 int run_info(const InfoArgs& args) {
     auto opened = Deserializer::open(args.uri);

@@ -12,7 +12,7 @@ ProgressBar::ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1) {}
 
 ProgressBar::~ProgressBar() {
     if (drawn_) {
-        std::fputs("\r\033[K", stderr);  // leave the line clean for the summary
+        std::fputs("\r\033[K", stderr); // leave the line clean for the summary
     }
 }
 

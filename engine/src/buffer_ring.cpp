@@ -35,7 +35,9 @@ SlotLease& SlotLease::operator=(SlotLease&& other) noexcept {
     return *this;
 }
 
-SlotLease::~SlotLease() { release(); }
+SlotLease::~SlotLease() {
+    release();
+}
 
 void SlotLease::release() noexcept {
     if (ring_ != nullptr) {
@@ -60,17 +62,17 @@ std::optional<asio::mutable_registered_buffer> SlotLease::registered() const {
 
 Result<std::unique_ptr<BufferRing>> BufferRing::create(asio::io_context& loop, BufferRingOptions options) {
     if (options.slot_count == 0 || options.slot_size_bytes == 0 || options.slot_size_bytes % 4096 != 0) {
-        return fail(errc::invalid_argument, "ring needs at least one slot and a slot size that is a multiple of "
-                                            "4096 bytes (got " +
-                                                std::to_string(options.slot_count) + " x " +
-                                                std::to_string(options.slot_size_bytes) + ")");
+        return fail(errc::invalid_argument,
+                    "ring needs at least one slot and a slot size that is a multiple of "
+                    "4096 bytes (got " +
+                        std::to_string(options.slot_count) + " x " + std::to_string(options.slot_size_bytes) + ")");
     }
     std::size_t bytes = std::size_t{options.slot_count} * options.slot_size_bytes;
     std::size_t mapped = (bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1);
     void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) {
-        return fail(errc::out_of_memory, "cannot map a ring of " + std::to_string(bytes) + " bytes: " +
-                                             std::strerror(errno));
+        return fail(errc::out_of_memory,
+                    "cannot map a ring of " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
     }
     // Huge pages keep a multi-MiB O_DIRECT read in few segments; pre-fault once, up front, so
     // no read pays for a page fault.
@@ -151,7 +153,7 @@ Task<SlotLease> BufferRing::acquire() {
             co_return SlotLease(this, *index);
         }
         auto waited = co_await slot_released_.async_wait(use_task);
-        (void)waited;  // cancelled by a release: look again
+        (void)waited; // cancelled by a release: look again
         std::lock_guard lock(mutex_);
         --waiters_;
     }

@@ -37,13 +37,19 @@ constexpr std::array dtype_rows = {
     DTypeRow{DType::float8_e8m0fnu, "float8_e8m0fnu", 1},
 };
 
-const DTypeRow& row_of(DType dtype) noexcept { return dtype_rows[static_cast<std::size_t>(dtype)]; }
+const DTypeRow& row_of(DType dtype) noexcept {
+    return dtype_rows[static_cast<std::size_t>(dtype)];
+}
 
 } // namespace
 
-std::size_t itemsize(DType dtype) noexcept { return row_of(dtype).itemsize; }
+std::size_t itemsize(DType dtype) noexcept {
+    return row_of(dtype).itemsize;
+}
 
-std::string_view torch_name(DType dtype) noexcept { return row_of(dtype).torch_name; }
+std::string_view torch_name(DType dtype) noexcept {
+    return row_of(dtype).torch_name;
+}
 
 std::optional<DType> dtype_from_torch_name(std::string_view name) noexcept {
     if (name.starts_with("torch.")) {

@@ -53,7 +53,9 @@ struct RunState {
     Clock::time_point last_progress = Clock::now();
 };
 
-std::uint64_t align_down(std::uint64_t value, std::uint64_t alignment) { return value / alignment * alignment; }
+std::uint64_t align_down(std::uint64_t value, std::uint64_t alignment) {
+    return value / alignment * alignment;
+}
 std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
     return (value + alignment - 1) / alignment * alignment;
 }
@@ -120,11 +122,11 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         done += *read;
     }
     if (state->failed.load(std::memory_order_relaxed)) {
-        co_return;  // the slot goes back when `slot` dies
+        co_return; // the slot goes back when `slot` dies
     }
     std::size_t lead = static_cast<std::size_t>(window.useful_offset_bytes - window.read_offset_bytes);
-    auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
-                                               window.useful_length_bytes);
+    auto chunk =
+        std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead, window.useful_length_bytes);
     state->bytes_done += window.useful_length_bytes;
     report_progress(*state, controls, plan_bytes, false);
 
@@ -137,7 +139,7 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
                 state->record_failure(processed.error());
             }
         }
-        chunk.reset();  // may release the slot (unless in-order work still holds it)
+        chunk.reset(); // may release the slot (unless in-order work still holds it)
         // Last: tell the loop this worker no longer touches the handler.
         asio::post(loop, [state] {
             --state->workers_busy;

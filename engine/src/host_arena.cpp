@@ -8,7 +8,7 @@
 #include <cstring>
 
 #ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14; older glibc headers lack the name
+#define MADV_POPULATE_WRITE 23 // Linux 5.14; older glibc headers lack the name
 #endif
 
 namespace ringload {
@@ -28,10 +28,9 @@ void touch_pages(std::byte* begin, std::size_t length) {
 
 Result<std::shared_ptr<HostArena>> HostArena::create(std::size_t size_bytes) {
     // Round the mapping to whole huge pages so the kernel can back all of it with THP.
-    std::size_t mapped = std::max<std::size_t>((size_bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1),
-                                               huge_page_bytes);
-    void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                          -1, 0);
+    std::size_t mapped =
+        std::max<std::size_t>((size_bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1), huge_page_bytes);
+    void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (memory == MAP_FAILED) {
         return fail(errc::out_of_memory,
                     "cannot map " + std::to_string(size_bytes) + " bytes for tensors: " + std::strerror(errno));

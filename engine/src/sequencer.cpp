@@ -7,7 +7,7 @@ void Sequencer::submit(std::uint64_t offset_bytes, std::uint64_t length_bytes, s
     std::unique_lock lock(mutex_);
     parked_.emplace(offset_bytes, Piece{length_bytes, std::move(work)});
     if (running_) {
-        return;  // the running thread will reach this piece
+        return; // the running thread will reach this piece
     }
     running_ = true;
     for (;;) {
@@ -20,7 +20,7 @@ void Sequencer::submit(std::uint64_t offset_bytes, std::uint64_t length_bytes, s
         parked_.erase(next);
         lock.unlock();
         piece.work();
-        piece.work = nullptr;  // drop what the work captured (its chunk) before taking the lock
+        piece.work = nullptr; // drop what the work captured (its chunk) before taking the lock
         lock.lock();
         next_offset_bytes_ += piece.length_bytes;
     }

@@ -31,14 +31,17 @@ std::size_t available_cores() noexcept {
     return hardware == 0 ? 1 : hardware;
 }
 
-WorkerPool::WorkerPool(std::size_t thread_count)
-    : thread_count_(thread_count == 0 ? available_cores() : thread_count) {
+WorkerPool::WorkerPool(std::size_t thread_count) : thread_count_(thread_count == 0 ? available_cores() : thread_count) {
     impl_ = std::make_unique<Impl>(thread_count_);
 }
 
-WorkerPool::~WorkerPool() { impl_->pool.join(); }
+WorkerPool::~WorkerPool() {
+    impl_->pool.join();
+}
 
-void WorkerPool::post(std::function<void()> work) { boost::asio::post(impl_->pool, std::move(work)); }
+void WorkerPool::post(std::function<void()> work) {
+    boost::asio::post(impl_->pool, std::move(work));
+}
 
 void WorkerPool::parallel_for(std::size_t count, const std::function<void(std::size_t)>& fn) {
     std::mutex mutex;

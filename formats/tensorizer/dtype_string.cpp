@@ -15,11 +15,11 @@ struct NumpyRow {
 
 // numpy kinds a little-endian tensorizer writer produces, by (kind, item size).
 constexpr std::array numpy_rows = {
-    NumpyRow{'f', 8, DType::float64},    NumpyRow{'f', 4, DType::float32},    NumpyRow{'f', 2, DType::float16},
-    NumpyRow{'i', 8, DType::int64},      NumpyRow{'i', 4, DType::int32},      NumpyRow{'i', 2, DType::int16},
-    NumpyRow{'i', 1, DType::int8},       NumpyRow{'u', 1, DType::uint8},      NumpyRow{'u', 2, DType::uint16},
-    NumpyRow{'u', 4, DType::uint32},     NumpyRow{'u', 8, DType::uint64},     NumpyRow{'b', 1, DType::boolean},
-    NumpyRow{'c', 8, DType::complex64},  NumpyRow{'c', 16, DType::complex128},
+    NumpyRow{'f', 8, DType::float64},   NumpyRow{'f', 4, DType::float32},     NumpyRow{'f', 2, DType::float16},
+    NumpyRow{'i', 8, DType::int64},     NumpyRow{'i', 4, DType::int32},       NumpyRow{'i', 2, DType::int16},
+    NumpyRow{'i', 1, DType::int8},      NumpyRow{'u', 1, DType::uint8},       NumpyRow{'u', 2, DType::uint16},
+    NumpyRow{'u', 4, DType::uint32},    NumpyRow{'u', 8, DType::uint64},      NumpyRow{'b', 1, DType::boolean},
+    NumpyRow{'c', 8, DType::complex64}, NumpyRow{'c', 16, DType::complex128},
 };
 
 Error bad_dtype(std::string_view text, std::string_view why) {

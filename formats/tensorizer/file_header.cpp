@@ -26,7 +26,9 @@ Result<std::uint64_t> checked_numel_bytes(const std::vector<std::uint64_t>& shap
     return total;
 }
 
-std::string quoted(const TensorInfo& tensor) { return "tensor '" + tensor.display_name() + "'"; }
+std::string quoted(const TensorInfo& tensor) {
+    return "tensor '" + tensor.display_name() + "'";
+}
 
 Result<TensorInfo> parse_index_entry(ByteReader& in) {
     TensorInfo tensor;
@@ -78,8 +80,8 @@ Result<FileHeader> parse_file_header(std::span<const std::byte> bytes, std::uint
         return fail(errc::not_tensorizer, "bad magic (expected |TZR| at offset 0)");
     }
     if (bytes.size() < magic.size()) {
-        return fail(errc::truncated, "the file has " + std::to_string(file_size_bytes) +
-                                         " bytes, too few for the tensorizer magic");
+        return fail(errc::truncated,
+                    "the file has " + std::to_string(file_size_bytes) + " bytes, too few for the tensorizer magic");
     }
     ByteReader in(bytes.subspan(magic.size()));
     FileHeader header;
@@ -89,8 +91,8 @@ Result<FileHeader> parse_file_header(std::span<const std::byte> bytes, std::uint
     }
     header.data_version = *version;
     if (header.data_version < data_version_min || header.data_version > data_version_max) {
-        return fail(errc::unsupported_version, "data version " + std::to_string(header.data_version) +
-                                                   " (ringload reads versions 1 to 4)");
+        return fail(errc::unsupported_version,
+                    "data version " + std::to_string(header.data_version) + " (ringload reads versions 1 to 4)");
     }
     if (bytes.size() < file_header_bytes) {
         return fail(errc::truncated, "the file has " + std::to_string(file_size_bytes) +
@@ -108,7 +110,7 @@ Result<FileHeader> parse_file_header(std::span<const std::byte> bytes, std::uint
     RL_TRY(tensor_size, in.u64());
     header.tensor_size_bytes = tensor_size;
     RL_TRY(unused, in.u64());
-    (void)unused;  // never written by any version (§3)
+    (void)unused; // never written by any version (§3)
     RL_TRY(count, in.u64());
     header.tensor_count = count;
     RL_TRY(index_bytes, in.u64());
@@ -141,8 +143,7 @@ Result<Index> parse_index(const FileHeader& header, std::span<const std::byte> i
     // Each entry takes at least 29 bytes: a count beyond that cannot fit the index.
     if (header.tensor_count > index_bytes.size() / 29 + 1) {
         return fail(errc::format_error, "tensor count " + std::to_string(header.tensor_count) +
-                                            " cannot fit an index of " + std::to_string(index_bytes.size()) +
-                                            " bytes");
+                                            " cannot fit an index of " + std::to_string(index_bytes.size()) + " bytes");
     }
     index.tensors.reserve(header.tensor_count);
     for (std::uint64_t i = 0; i < header.tensor_count; ++i) {

@@ -15,7 +15,7 @@
 
 namespace ringload::tensorizer {
 
-inline constexpr std::size_t file_header_bytes = 73;  // including index_len
+inline constexpr std::size_t file_header_bytes = 73; // including index_len
 inline constexpr std::uint32_t data_version_min = 1;
 inline constexpr std::uint32_t data_version_max = 4;
 // tensorizer reserves 256 KiB; we accept far larger indexes but not absurd ones.
@@ -23,7 +23,7 @@ inline constexpr std::uint64_t index_bytes_max = 1ull << 30;
 
 struct FileHeader {
     std::uint32_t data_version = 0;
-    std::uint64_t feature_flags = 0;  // only bit 0 (encrypted) is defined
+    std::uint64_t feature_flags = 0; // only bit 0 (encrypted) is defined
     std::uint64_t tensor_size_bytes = 0;
     std::uint64_t tensor_count = 0;
     std::uint64_t index_bytes = 0;

@@ -20,7 +20,7 @@ struct LoadGraph::TensorLoad {
 
     std::vector<std::byte> header_bytes;
     std::atomic<std::uint64_t> header_received{0};
-    std::optional<TensorHeader> header;  // written once, by the thread that completes it
+    std::optional<TensorHeader> header; // written once, by the thread that completes it
     std::atomic<bool> header_ok{false};
 
     std::unique_ptr<Sequencer> sequencer;
@@ -32,8 +32,12 @@ struct LoadGraph::TensorLoad {
 
 namespace {
 
-std::uint64_t overlap_begin(std::uint64_t a, std::uint64_t b) { return std::max(a, b); }
-std::uint64_t overlap_end(std::uint64_t a, std::uint64_t b) { return std::min(a, b); }
+std::uint64_t overlap_begin(std::uint64_t a, std::uint64_t b) {
+    return std::max(a, b);
+}
+std::uint64_t overlap_end(std::uint64_t a, std::uint64_t b) {
+    return std::min(a, b);
+}
 
 } // namespace
 
@@ -45,11 +49,9 @@ Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::ve
                                                 " with encrypted tensor data; decryption is not built yet)");
     }
     std::unique_ptr<LoadGraph> graph(new LoadGraph(index, options, std::move(source_name)));
-    std::sort(destinations.begin(), destinations.end(),
-              [&](const TensorDestination& a, const TensorDestination& b) {
-                  return index.tensors[a.tensor_index].record_offset_bytes <
-                         index.tensors[b.tensor_index].record_offset_bytes;
-              });
+    std::sort(destinations.begin(), destinations.end(), [&](const TensorDestination& a, const TensorDestination& b) {
+        return index.tensors[a.tensor_index].record_offset_bytes < index.tensors[b.tensor_index].record_offset_bytes;
+    });
     for (const auto& destination : destinations) {
         RL_ASSERT(destination.tensor_index < index.tensors.size(), "destination for a tensor not in the index");
         const TensorInfo& info = index.tensors[destination.tensor_index];
@@ -83,7 +85,7 @@ LoadGraph::~LoadGraph() = default;
 Result<void> LoadGraph::process(const ChunkPtr& chunk) {
     if (failed_.load(std::memory_order_relaxed)) {
         std::lock_guard lock(failure_mutex_);
-        return *failure_;  // stops the run early: no point reading on
+        return *failure_; // stops the run early: no point reading on
     }
     const std::uint64_t chunk_begin = chunk->source_offset_bytes();
     const std::uint64_t chunk_end = chunk->source_end_bytes();
@@ -119,9 +121,10 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
         if (load.sequencer) {
             std::uint64_t piece_begin = overlap_begin(load.record_offset, chunk_begin);
             std::uint64_t piece_end = overlap_end(load.record_end, chunk_end);
-            load.sequencer->submit(piece_begin, piece_end - piece_begin, [this, &load, chunk, piece_begin, piece_end] {
-                hash_piece(load, chunk, piece_begin, piece_end);
-            });
+            // Hashed from the destination, not the slot: the slot goes back to the ring now, so
+            // a long in-order hash (one big tensor) never stalls the reads.
+            load.sequencer->submit(piece_begin, piece_end - piece_begin,
+                                   [this, &load, piece_begin, piece_end] { hash_piece(load, piece_begin, piece_end); });
         }
     }
     return {};
@@ -141,9 +144,9 @@ Result<void> LoadGraph::on_header_complete(TensorLoad& load) {
     return {};
 }
 
-void LoadGraph::hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_t begin, std::uint64_t end) {
+void LoadGraph::hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end) {
     if (failed_.load(std::memory_order_relaxed) || !load.header_ok.load(std::memory_order_acquire)) {
-        return;  // the failure is already recorded
+        return; // the failure is already recorded
     }
     // The piece that holds the header's last byte feeds H' (the header itself was gathered
     // by this and earlier pieces, which ran before it).
@@ -154,7 +157,7 @@ void LoadGraph::hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_
     }
     std::uint64_t data_begin = overlap_begin(load.data_offset, begin);
     if (data_begin < end) {
-        auto data = chunk->bytes().subspan(data_begin - chunk->source_offset_bytes(), end - data_begin);
+        std::span<const std::byte> data(load.destination + (data_begin - load.data_offset), end - data_begin);
         load.crc.update(data);
         load.sha.update(data);
     }
@@ -174,9 +177,9 @@ void LoadGraph::hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_
             std::uint32_t expected = 0;
             std::memcpy(&expected, value, 4);
             if (expected != crc) {
-                record_failure(tensor_error(load, fail(errc::hash_mismatch,
-                                                       "CRC32 mismatch: stored " + std::to_string(expected) +
-                                                           ", computed " + std::to_string(crc))));
+                record_failure(
+                    tensor_error(load, fail(errc::hash_mismatch, "CRC32 mismatch: stored " + std::to_string(expected) +
+                                                                     ", computed " + std::to_string(crc))));
                 return;
             }
         } else if (stored.type == static_cast<std::uint8_t>(HashType::sha256) && stored.value_length_bytes == 32) {
@@ -187,8 +190,8 @@ void LoadGraph::hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_
                 return;
             }
         } else {
-            record_failure(tensor_error(load, fail(errc::unsupported, "unknown stored hash type " +
-                                                                          std::to_string(stored.type))));
+            record_failure(
+                tensor_error(load, fail(errc::unsupported, "unknown stored hash type " + std::to_string(stored.type))));
             return;
         }
     }
@@ -208,7 +211,7 @@ Result<void> LoadGraph::finish() {
             return tensor_error(*load, fail(errc::hash_mismatch, "its hashes were never checked"));
         }
         if (load->info->is_meta) {
-            std::memset(load->destination, 0, load->info->byte_length);  // meta tensors load as zeros (§8)
+            std::memset(load->destination, 0, load->info->byte_length); // meta tensors load as zeros (§8)
         }
     }
     return {};

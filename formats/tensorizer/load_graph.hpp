@@ -9,7 +9,8 @@
 // On the workers, each chunk's header bytes are gathered per tensor (a header may straddle two
 // slots) and checked against the index; data bytes are copied to the tensor's destination.
 // With verification, each record is also hashed in order through a Sequencer: H' first (the
-// header with hash values zeroed), then the data; CRC32 and SHA-256 are compared at the end.
+// header with hash values zeroed), then the data, read back from the destination so that the
+// slot is free as soon as its bytes are copied; CRC32 and SHA-256 are compared at the end.
 #pragma once
 
 #include "ringload/engine/plan.hpp"
@@ -26,8 +27,8 @@
 namespace ringload::tensorizer {
 
 struct TensorDestination {
-    std::size_t tensor_index = 0;  // into Index::tensors
-    std::byte* data = nullptr;     // byte_length bytes, owned by the caller
+    std::size_t tensor_index = 0; // into Index::tensors
+    std::byte* data = nullptr;    // byte_length bytes, owned by the caller
 };
 
 struct LoadGraphOptions {
@@ -50,14 +51,14 @@ public:
 private:
     LoadGraph(const Index& index, LoadGraphOptions options, std::string source_name);
     Result<void> on_header_complete(TensorLoad& load);
-    void hash_piece(TensorLoad& load, const ChunkPtr& chunk, std::uint64_t begin, std::uint64_t end);
+    void hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
     void record_failure(Error error);
     Error tensor_error(const TensorLoad& load, Error error) const;
 
     const Index& index_;
     LoadGraphOptions options_;
     std::string source_name_;
-    std::vector<std::unique_ptr<TensorLoad>> loads_;  // sorted by record offset
+    std::vector<std::unique_ptr<TensorLoad>> loads_; // sorted by record offset
     Plan plan_;
     std::mutex failure_mutex_;
     std::optional<Error> failure_;

@@ -46,8 +46,8 @@ Result<TensorHeader> parse_tensor_header(std::span<const std::byte> header_bytes
         }
     }
     if (in.position() != hash_section_start + hash_section_length) {
-        return fail(errc::format_error, "hash section length " + std::to_string(hash_section_length) +
-                                            " does not match its records");
+        return fail(errc::format_error,
+                    "hash section length " + std::to_string(hash_section_length) + " does not match its records");
     }
     if (has_crypt_info) {
         header.crypt_offset_bytes = in.position();

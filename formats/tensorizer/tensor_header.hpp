@@ -25,7 +25,7 @@ enum class HashType : std::uint8_t { crc32 = 0, sha256 = 1 };
 
 struct StoredHash {
     std::uint8_t type = 0;
-    std::size_t value_offset_bytes = 0;  // within the header
+    std::size_t value_offset_bytes = 0; // within the header
     std::size_t value_length_bytes = 0;
 };
 
@@ -36,8 +36,8 @@ struct TensorHeader {
     std::string dtype_text;
     std::vector<std::uint64_t> shape;
     std::vector<StoredHash> hashes;
-    std::size_t crypt_offset_bytes = 0;  // where the crypt-info block starts (0: none)
-    std::size_t crypt_length_bytes = 0;  // including its 8-byte length prefix
+    std::size_t crypt_offset_bytes = 0; // where the crypt-info block starts (0: none)
+    std::size_t crypt_length_bytes = 0; // including its 8-byte length prefix
     std::int64_t data_length = 0;
 };
 

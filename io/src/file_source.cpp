@@ -55,7 +55,9 @@ private:
     int fd_ = -1;
 };
 
-bool aligned(std::uint64_t value) { return value % direct_alignment_bytes == 0; }
+bool aligned(std::uint64_t value) {
+    return value % direct_alignment_bytes == 0;
+}
 
 // pread on a blocking thread: the fallback when io_uring is unavailable.
 Task<Result<std::size_t>> pread_task(int fd, std::byte* data, std::size_t length, std::uint64_t offset,
@@ -75,13 +77,14 @@ class FileSource final : public Source {
 public:
     FileSource(asio::io_context& loop, std::string path, std::uint64_t size_bytes, FileDescriptor buffered_fd,
                FileDescriptor direct_fd, bool use_io_uring)
-        : path_(std::move(path)), size_bytes_(size_bytes), buffered_fd_(std::move(buffered_fd)),
-          direct_fd_(std::move(direct_fd)), use_io_uring_(use_io_uring), buffered_file_(loop), direct_file_(loop) {
+        : path_(std::move(path)),
+          size_bytes_(size_bytes),
+          buffered_fd_(std::move(buffered_fd)),
+          direct_fd_(std::move(direct_fd)),
+          use_io_uring_(use_io_uring),
+          buffered_file_(loop) {
         if (use_io_uring_) {
             buffered_file_.assign(::dup(buffered_fd_.get()));
-            if (direct_fd_.get() >= 0) {
-                direct_file_.assign(::dup(direct_fd_.get()));
-            }
         } else {
             pread_pool_ = std::make_unique<asio::thread_pool>(pread_threads);
         }
@@ -114,7 +117,7 @@ public:
             auto result = co_await std::move(op);
             co_return result;
         }
-        auto& file = use_direct ? direct_file_ : buffered_file_;
+        auto& file = bulk_file(target.slot->index(), use_direct);
         std::optional<asio::mutable_registered_buffer> registered = target.slot->registered();
         std::tuple<boost::system::error_code, std::size_t> done;
         if (registered) {
@@ -143,6 +146,23 @@ public:
 private:
     bool direct() const noexcept { return direct_fd_.get() >= 0; }
 
+    // Asio's io_uring service keeps one read in flight per I/O object and queues the rest
+    // (boost/asio/detail/impl/io_uring_service.ipp, start_op). One object per ring slot, each
+    // on its own dup of the descriptor, lets every slot's read be in the kernel at once.
+    asio::random_access_file& bulk_file(std::uint32_t slot_index, bool use_direct) {
+        auto& files = use_direct ? direct_files_ : buffered_files_;
+        while (files.size() <= slot_index) {
+            int fd = ::dup(use_direct ? direct_fd_.get() : buffered_fd_.get());
+            if (fd < 0) {
+                return buffered_file_; // out of descriptors: share one object (correct, slower)
+            }
+            auto file = std::make_unique<asio::random_access_file>(buffered_file_.get_executor());
+            file->assign(fd);
+            files.push_back(std::move(file));
+        }
+        return *files[slot_index];
+    }
+
     Result<std::size_t> finish_read(const std::tuple<boost::system::error_code, std::size_t>& done,
                                     std::uint64_t offset_bytes) const {
         const auto& [ec, n] = done;
@@ -162,7 +182,8 @@ private:
     FileDescriptor direct_fd_;
     bool use_io_uring_ = true;
     asio::random_access_file buffered_file_;
-    asio::random_access_file direct_file_;
+    std::vector<std::unique_ptr<asio::random_access_file>> direct_files_;   // per slot
+    std::vector<std::unique_ptr<asio::random_access_file>> buffered_files_; // per slot
     std::unique_ptr<asio::thread_pool> pread_pool_;
 };
 
@@ -174,8 +195,9 @@ bool io_uring_disabled_by_environment() {
 void say_once_using_pread() {
     static std::once_flag said;
     std::call_once(said, [] {
-        std::fprintf(stderr, "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
-                             "RINGLOAD_DISABLE_IO_URING?); using pread\n");
+        std::fprintf(stderr,
+                     "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
+                     "RINGLOAD_DISABLE_IO_URING?); using pread\n");
     });
 }
 
@@ -230,9 +252,9 @@ Result<std::unique_ptr<Source>> open_file_source(asio::io_context& loop, const s
     }
     const auto size_bytes = static_cast<std::uint64_t>(info.st_size);
 
-    bool want_direct = options.mode == FileReadMode::direct ||
-                       (options.mode == FileReadMode::automatic &&
-                        page_cache_residency(buffered.get(), size_bytes) < cached_threshold);
+    bool want_direct =
+        options.mode == FileReadMode::direct || (options.mode == FileReadMode::automatic &&
+                                                 page_cache_residency(buffered.get(), size_bytes) < cached_threshold);
     FileDescriptor direct;
     if (want_direct) {
         direct = FileDescriptor(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));

@@ -89,7 +89,7 @@ TEST(Executor, DeliversEveryPlannedByteOnceDespiteShortReads) {
 }
 
 TEST(Executor, AlignsReadsForDirectSourcesAndHandsOutOnlyPlannedBytes) {
-    const std::uint64_t size = 100'000;  // not a multiple of the alignment: the last read is short
+    const std::uint64_t size = 100'000; // not a multiple of the alignment: the last read is short
     Harness harness({.size_bytes = size, .alignment_bytes = 4096});
     Plan plan{{{4095, 95'905}}};
     CountingHandler handler(size);

@@ -57,7 +57,8 @@ private:
         }
         std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), options_.size_bytes - offset));
         if (options_.fail_at_offset && *options_.fail_at_offset >= offset && *options_.fail_at_offset < offset + n) {
-            return fail(errc::io_error, "fake://: injected failure at offset " + std::to_string(*options_.fail_at_offset));
+            return fail(errc::io_error,
+                        "fake://: injected failure at offset " + std::to_string(*options_.fail_at_offset));
         }
         if (options_.short_reads && n > 1) {
             n = std::uniform_int_distribution<std::size_t>(1, n)(random_);

@@ -117,7 +117,7 @@ TEST(BadTensorizerFiles, EveryTruncationOfTheHeadersFails) {
     for (std::size_t n = 0; n < 200; ++n) {
         cuts.push_back(n);
     }
-    for (std::size_t n = 262'217; n < bytes.size() - 8; ++n) {  // records, without the sentinel
+    for (std::size_t n = 262'217; n < bytes.size() - 8; ++n) { // records, without the sentinel
         cuts.push_back(n);
     }
     for (std::size_t n : cuts) {

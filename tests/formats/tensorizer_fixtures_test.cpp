@@ -26,7 +26,9 @@ std::vector<std::string> fixture_files() {
     return files;
 }
 
-nlohmann::json expected_path(const nlohmann::json& tensor) { return tensor["path"]; }
+nlohmann::json expected_path(const nlohmann::json& tensor) {
+    return tensor["path"];
+}
 
 nlohmann::json actual_path(const TensorInfo& info) {
     nlohmann::json path = nlohmann::json::array();

@@ -20,8 +20,12 @@
 
 namespace ringload::testing {
 
-inline std::filesystem::path data_dir() { return RINGLOAD_TEST_DATA_DIR; }
-inline std::filesystem::path tensorizer_dir() { return data_dir() / "tensorizer"; }
+inline std::filesystem::path data_dir() {
+    return RINGLOAD_TEST_DATA_DIR;
+}
+inline std::filesystem::path tensorizer_dir() {
+    return data_dir() / "tensorizer";
+}
 
 inline nlohmann::json read_json(const std::filesystem::path& path) {
     std::ifstream in(path);

@@ -41,9 +41,12 @@ Result<T> run_on_loop(asio::io_context& loop, Task<Result<T>> task) {
 
 FileReadMode file_read_mode(ReadMode mode) {
     switch (mode) {
-    case ReadMode::direct: return FileReadMode::direct;
-    case ReadMode::buffered: return FileReadMode::buffered;
-    case ReadMode::automatic: break;
+        case ReadMode::direct:
+            return FileReadMode::direct;
+        case ReadMode::buffered:
+            return FileReadMode::buffered;
+        case ReadMode::automatic:
+            break;
     }
     return FileReadMode::automatic;
 }
@@ -57,6 +60,7 @@ struct Deserializer::Impl {
     Index index;
     std::unique_ptr<BufferRing> ring;
 
+    // The ring a load with these options uses: the existing one when it fits.
     Result<BufferRing*> ring_for(const LoadOptions& options) {
         if (ring && ring->slot_count() == options.slot_count && ring->slot_size_bytes() == options.slot_size_bytes) {
             return ring.get();
@@ -65,7 +69,7 @@ struct Deserializer::Impl {
         RL_TRY(created, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
         ring = std::move(created);
         if (source->uses_io_uring()) {
-            ring->register_with_io_uring();  // false is fine: plain buffers then
+            ring->register_with_io_uring(); // false is fine: plain buffers then
         }
         return ring.get();
     }
@@ -76,12 +80,16 @@ Deserializer::Deserializer(Deserializer&&) noexcept = default;
 Deserializer& Deserializer::operator=(Deserializer&&) noexcept = default;
 Deserializer::~Deserializer() {
     if (impl_) {
-        impl_->ring.reset();  // before the loop (and its io_uring) goes
+        impl_->ring.reset(); // before the loop (and its io_uring) goes
     }
 }
 
-const Index& Deserializer::index() const noexcept { return impl_->index; }
-const std::string& Deserializer::uri() const noexcept { return impl_->uri; }
+const Index& Deserializer::index() const noexcept {
+    return impl_->index;
+}
+const std::string& Deserializer::uri() const noexcept {
+    return impl_->uri;
+}
 
 Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions options) {
     RL_TRY(path, local_path_of(uri));
@@ -91,6 +99,10 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     impl->source = std::move(source);
     RL_TRY(index, run_on_loop(impl->loop, tensorizer::read_index(*impl->source)));
     impl->index = std::move(index);
+    // The ring is allocated, pre-faulted and registered once per deserializer, here, so that
+    // loads (a server may run many) start reading at once. A load with other ring options
+    // replaces it.
+    RL_TRY_VOID(impl->ring_for(LoadOptions{}));
     return Deserializer(std::move(impl));
 }
 
@@ -111,15 +123,17 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
         arena_offsets.push_back(arena_bytes);
         arena_bytes = align_tensor_offset(arena_bytes + index.tensors[i].byte_length);
     }
+    RL_TRY(ring, impl_->ring_for(options));
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(arena_bytes, 1)));
-    arena->prefault_in_background();
+    if (options.prefault_in_background) {
+        arena->prefault_in_background();
+    }
 
     std::vector<tensorizer::TensorDestination> destinations;
     for (std::size_t k = 0; k < selected.size(); ++k) {
         destinations.push_back({selected[k], arena->data() + arena_offsets[k]});
     }
     RL_TRY(graph, tensorizer::LoadGraph::create(index, destinations, {options.verify_hashes}, impl_->uri));
-    RL_TRY(ring, impl_->ring_for(options));
     WorkerPool pool(options.worker_threads);
 
     RunControls controls;
@@ -140,9 +154,8 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     }
     model.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     if (options.compute_sha256) {
-        pool.parallel_for(model.tensors.size(), [&](std::size_t k) {
-            model.tensors[k].sha256_hex = to_hex(sha256(model.tensors[k].bytes));
-        });
+        pool.parallel_for(model.tensors.size(),
+                          [&](std::size_t k) { model.tensors[k].sha256_hex = to_hex(sha256(model.tensors[k].bytes)); });
     }
     return model;
 }

@@ -58,7 +58,9 @@ struct Error {
 template <class T>
 using Result = boost::system::result<T, Error>;
 
-inline Error fail(errc code, std::string detail) { return Error{code, std::move(detail)}; }
+inline Error fail(errc code, std::string detail) {
+    return Error{code, std::move(detail)};
+}
 
 // Prefixes the detail with a location (a path or URL) unless it already starts with it.
 Error with_context(Error error, std::string_view where);
@@ -83,27 +85,27 @@ private:
 
 // RL_TRY(name, expr): evaluates a Result, returns its error from the enclosing function, or
 // binds the value to `name`. RL_TRY_VOID(expr) does the same for Result<void>.
-#define RL_TRY(name, expr)                                                                          \
-    auto RL_CONCAT(rl_result_, __LINE__) = (expr);                                                  \
-    if (!RL_CONCAT(rl_result_, __LINE__)) {                                                         \
-        return std::move(RL_CONCAT(rl_result_, __LINE__)).error();                                  \
-    }                                                                                               \
+#define RL_TRY(name, expr)                                         \
+    auto RL_CONCAT(rl_result_, __LINE__) = (expr);                 \
+    if (!RL_CONCAT(rl_result_, __LINE__)) {                        \
+        return std::move(RL_CONCAT(rl_result_, __LINE__)).error(); \
+    }                                                              \
     auto name = std::move(*RL_CONCAT(rl_result_, __LINE__))
 
-#define RL_TRY_VOID(expr)                                                                           \
-    do {                                                                                            \
-        auto rl_result_void = (expr);                                                               \
-        if (!rl_result_void) {                                                                      \
-            return std::move(rl_result_void).error();                                               \
-        }                                                                                           \
+#define RL_TRY_VOID(expr)                             \
+    do {                                              \
+        auto rl_result_void = (expr);                 \
+        if (!rl_result_void) {                        \
+            return std::move(rl_result_void).error(); \
+        }                                             \
     } while (false)
 
 // Programmer errors: always checked, abort with the message.
-#define RL_ASSERT(condition, message)                                                               \
-    do {                                                                                            \
-        if (!(condition)) {                                                                         \
-            ::ringload::assertion_failed(#condition, message, __FILE__, __LINE__);                  \
-        }                                                                                           \
+#define RL_ASSERT(condition, message)                                              \
+    do {                                                                           \
+        if (!(condition)) {                                                        \
+            ::ringload::assertion_failed(#condition, message, __FILE__, __LINE__); \
+        }                                                                          \
     } while (false)
 
 namespace ringload {

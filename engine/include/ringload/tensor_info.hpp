@@ -18,17 +18,17 @@ namespace ringload {
 using PathComponent = std::variant<std::string, std::uint64_t>;
 
 struct TensorInfo {
-    std::string name;                  // as stored (tensorizer: raw bytes of the name field)
-    std::vector<PathComponent> path;   // one element for a plain name
+    std::string name;                // as stored (tensorizer: raw bytes of the name field)
+    std::vector<PathComponent> path; // one element for a plain name
     DType dtype = DType::float32;
-    std::vector<std::uint64_t> shape;  // empty for a 0-d tensor
-    std::uint64_t byte_length = 0;     // bytes a reader produces (numel * itemsize)
-    bool is_meta = false;              // no data stored: loads as zeros
+    std::vector<std::uint64_t> shape; // empty for a 0-d tensor
+    std::uint64_t byte_length = 0;    // bytes a reader produces (numel * itemsize)
+    bool is_meta = false;             // no data stored: loads as zeros
 
     // Where its bytes are in the source. For tensorizer the record is header + data.
     std::uint64_t record_offset_bytes = 0;
     std::uint64_t data_offset_bytes = 0;
-    std::uint64_t data_length_bytes = 0;  // stored bytes (0 for meta tensors)
+    std::uint64_t data_length_bytes = 0; // stored bytes (0 for meta tensors)
 
     // Format-specific extras that callers may show (tensorizer: module_idx, tensor_type).
     std::uint16_t module_index = 0;
@@ -40,12 +40,12 @@ struct TensorInfo {
 };
 
 struct Index {
-    std::string format;  // "tensorizer"
+    std::string format; // "tensorizer"
     std::uint32_t data_version = 0;
     std::uint64_t feature_flags = 0;
     bool encrypted = false;
     std::uint64_t source_size_bytes = 0;
-    std::vector<TensorInfo> tensors;  // in file order
+    std::vector<TensorInfo> tensors; // in file order
 
     std::uint64_t total_tensor_bytes() const noexcept;
 };

@@ -33,7 +33,7 @@ namespace ringload {
 class HostArena;
 
 enum class ReadMode : std::uint8_t {
-    automatic,  // O_DIRECT for cold files, the page cache for cached ones
+    automatic, // O_DIRECT for cold files, the page cache for cached ones
     direct,
     buffered,
 };
@@ -43,20 +43,24 @@ struct OpenOptions {
 };
 
 struct LoadOptions {
-    std::uint32_t slot_count = 32;              // ring slots: reads in flight
-    std::size_t slot_size_bytes = 4 << 20;      // bytes per read (a multiple of 4096)
-    std::size_t worker_threads = 0;             // 0: one per available core
-    bool verify_hashes = false;                 // check stored CRC32 and SHA-256
-    bool compute_sha256 = false;                // fill LoadedTensor::sha256_hex
-    std::function<bool(const TensorInfo&)> filter;  // empty: every tensor
+    std::uint32_t slot_count = 32;         // ring slots: reads in flight
+    std::size_t slot_size_bytes = 4 << 20; // bytes per read (a multiple of 4096)
+    std::size_t worker_threads = 0;        // 0: one per available core
+    bool verify_hashes = false;            // check stored CRC32 and SHA-256
+    bool compute_sha256 = false;           // fill LoadedTensor::sha256_hex
+    // Fault the destination arena in from a background thread ahead of the copies. Off by
+    // default: with transparent huge pages the copies fault 2 MiB at a time cheaply, and on
+    // 2 cores the extra thread cost more than it saved (measured, docs/benchmarks.md).
+    bool prefault_in_background = false;
+    std::function<bool(const TensorInfo&)> filter; // empty: every tensor
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
 };
 
 struct LoadedTensor {
     TensorInfo info;
-    std::span<std::byte> bytes;  // C order, little-endian, byte_length bytes
-    std::string sha256_hex;      // with LoadOptions::compute_sha256
+    std::span<std::byte> bytes; // C order, little-endian, byte_length bytes
+    std::string sha256_hex;     // with LoadOptions::compute_sha256
 };
 
 struct LoadedModel {

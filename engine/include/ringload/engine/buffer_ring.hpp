@@ -75,9 +75,9 @@ public:
     bool register_with_io_uring();
     bool registered() const noexcept { return registration_.has_value(); }
 
-    std::optional<SlotLease> try_acquire();  // never suspends
-    Task<SlotLease> acquire();               // may suspend until a slot is released
-    Task<void> wait_all_released();          // suspends until every slot is back
+    std::optional<SlotLease> try_acquire(); // never suspends
+    Task<SlotLease> acquire();              // may suspend until a slot is released
+    Task<void> wait_all_released();         // suspends until every slot is back
 
     std::uint32_t slot_count() const noexcept { return options_.slot_count; }
     std::size_t slot_size_bytes() const noexcept { return options_.slot_size_bytes; }
@@ -98,7 +98,7 @@ private:
     mutable std::mutex mutex_;
     std::vector<std::uint32_t> free_;  // guarded by mutex_
     std::uint32_t waiters_ = 0;        // guarded by mutex_
-    asio::steady_timer slot_released_;  // loop only: waiters sleep on it, releases cancel it
+    asio::steady_timer slot_released_; // loop only: waiters sleep on it, releases cancel it
     std::optional<asio::buffer_registration<std::vector<asio::mutable_buffer>>> registration_;
 };
 

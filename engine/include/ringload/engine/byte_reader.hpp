@@ -10,8 +10,8 @@
 
 #include "ringload/error.hpp"
 
-#include <cstdint>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string_view>

@@ -19,7 +19,7 @@ namespace ringload {
 
 struct RunControls {
     const CancelToken* cancel = nullptr;
-    ProgressCallback progress;               // bytes of the plan handed to the handler so far
+    ProgressCallback progress; // bytes of the plan handed to the handler so far
     std::uint64_t progress_tensors_total = 0;
 };
 

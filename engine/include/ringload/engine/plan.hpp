@@ -28,7 +28,7 @@ struct ReadRange {
 };
 
 struct Plan {
-    std::vector<ReadRange> ranges;  // sorted, non-overlapping
+    std::vector<ReadRange> ranges; // sorted, non-overlapping
     std::uint64_t total_bytes() const noexcept;
 };
 
@@ -37,20 +37,20 @@ struct Plan {
 class Chunk {
 public:
     Chunk(SlotLease slot, std::uint64_t source_offset_bytes, std::size_t lead_bytes, std::size_t length_bytes)
-        : slot_(std::move(slot)), source_offset_bytes_(source_offset_bytes), lead_bytes_(lead_bytes),
+        : slot_(std::move(slot)),
+          source_offset_bytes_(source_offset_bytes),
+          lead_bytes_(lead_bytes),
           length_bytes_(length_bytes) {}
 
     // Source bytes [source_offset, source_offset + length) as they sit in the slot.
-    std::span<const std::byte> bytes() const noexcept {
-        return slot_.bytes().subspan(lead_bytes_, length_bytes_);
-    }
+    std::span<const std::byte> bytes() const noexcept { return slot_.bytes().subspan(lead_bytes_, length_bytes_); }
     std::uint64_t source_offset_bytes() const noexcept { return source_offset_bytes_; }
     std::uint64_t source_end_bytes() const noexcept { return source_offset_bytes_ + length_bytes_; }
 
 private:
     SlotLease slot_;
     std::uint64_t source_offset_bytes_ = 0;
-    std::size_t lead_bytes_ = 0;  // alignment fix-up at the front of the slot
+    std::size_t lead_bytes_ = 0; // alignment fix-up at the front of the slot
     std::size_t length_bytes_ = 0;
 };
 

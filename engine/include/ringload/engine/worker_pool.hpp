@@ -12,7 +12,7 @@ namespace ringload {
 
 class WorkerPool {
 public:
-    explicit WorkerPool(std::size_t thread_count = 0);  // 0: one per available core
+    explicit WorkerPool(std::size_t thread_count = 0); // 0: one per available core
     ~WorkerPool();
     WorkerPool(const WorkerPool&) = delete;
     WorkerPool& operator=(const WorkerPool&) = delete;

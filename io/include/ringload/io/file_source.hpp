@@ -18,9 +18,9 @@
 namespace ringload {
 
 enum class FileReadMode : std::uint8_t {
-    automatic,  // O_DIRECT unless the file is (mostly) in the page cache or O_DIRECT is refused
-    direct,     // O_DIRECT where the filesystem allows it
-    buffered,   // through the page cache
+    automatic, // O_DIRECT unless the file is (mostly) in the page cache or O_DIRECT is refused
+    direct,    // O_DIRECT where the filesystem allows it
+    buffered,  // through the page cache
 };
 
 struct FileSourceOptions {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# bench/load_vs_disk.sh BUILD_DIR FILE [ROUNDS]
+#
+# Cold-cache load of FILE with `ringload load` (plain and --verify) against the disk's raw
+# O_DIRECT io_uring sequential read of the same file, measured in the same run and
+# interleaved round by round (these VMs are noisy): fio where installed
+# (--rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1) and our own raw reader.
+# Before every timed run: page cache dropped (as root) and RAM warmed the same way.
+# Prints a table and the median ratios ringload / disk limit (the faster of fio and ours).
+set -euo pipefail
+build=$1 file=$2 rounds=${3:-3}
+ringload=$build/bindings/cli/ringload
+rawread=$build/bench/ringload-rawread
+warm=$build/bench/ringload-warm-ram
+size=$(stat -c %s "$file")
+
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
+prepare() {
+    if [ $can_drop = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
+    "$warm" $((size + (512 << 20)))
+}
+json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+fio_rate() {
+    command -v fio > /dev/null || { echo 0; return; }
+    fio --name=r --filename="$file" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
+        --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
+}
+
+echo "file: $file ($size bytes), $(nproc) cores, kernel $(uname -r)"
+[ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): these are warm-cache numbers"
+printf "%-6s %10s %10s %12s %14s %9s %9s\n" round "fio GB/s" "raw GB/s" "load GB/s" "verify GB/s" "load/disk" "verify/disk"
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+for round in $(seq 1 "$rounds"); do
+    prepare; fio=$(fio_rate)
+    prepare; raw=$("$rawread" "$file" --json | json_field "d['gb_per_s']")
+    prepare; load=$("$ringload" load "$file" --json | json_field "d['bytes']/d['seconds']/1e9")
+    prepare; verify=$("$ringload" load "$file" --verify --json | json_field "d['bytes']/d['seconds']/1e9")
+    python3 - "$round" "$fio" "$raw" "$load" "$verify" >> "$results" <<'PY'
+import sys
+round_, fio, raw, load, verify = sys.argv[1], *map(float, sys.argv[2:])
+disk = max(fio, raw)
+print(f"{round_:<6} {fio:10.2f} {raw:10.2f} {load:12.2f} {verify:14.2f} {load/disk:9.3f} {verify/disk:9.3f}")
+PY
+    tail -1 "$results"
+done
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+col = lambda i: [float(r[i]) for r in rows]
+print(f"median: fio {statistics.median(col(1)):.2f} GB/s, raw {statistics.median(col(2)):.2f} GB/s, "
+      f"ringload load {statistics.median(col(3)):.2f} GB/s, --verify {statistics.median(col(4)):.2f} GB/s")
+print(f"median ratio load/disk {statistics.median(col(5)):.3f}, verify/disk {statistics.median(col(6)):.3f}")
+PY

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: installs everything ringload needs on Debian 12, idempotently.
+#   - Debian packages (apt-get): compilers, CMake, Ninja, ccache and the C/C++ libraries;
+#     fio (the disk reference); python3-torch and python3-venv for the Python-side tests.
+#   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
+#     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
+#     as an independent reader in the tests.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(
+    build-essential cmake ninja-build ccache pkg-config git clang clang-format
+    liburing-dev libboost1.81-dev libssl-dev libsodium-dev libnghttp2-dev libisal-dev
+    libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
+    fio python3 python3-venv python3-torch python3-numpy
+)
+missing=()
+for package in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# PyPI packages, pinned. tensorizer is installed without its dependency resolution because
+# its declared requirements pull a second torch; these are exactly the ones it imports.
+python_packages=(
+    tensorizer==2.11.1 redis==5.0.8 async-timeout==4.0.3 boto3==1.35.99 botocore==1.35.99
+    s3transfer==0.10.4 jmespath==1.0.1 libnacl==2.1.0
+)
+if [ ! -x .venv/bin/python ]; then
+    /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python -c "import tensorizer, torch" 2>/dev/null; then
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps "${python_packages[@]}"
+fi
+echo "setup: done"

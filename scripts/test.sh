@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# scripts/test.sh: set up, build and run every test: the dev build (all tests, including the
+# install + find_package consumer and the interop check against the real tensorizer), then
+# the same tests under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+for preset in dev asan; do
+    echo "=== $preset: configure, build, test"
+    cmake --preset "$preset" > /dev/null
+    cmake --build --preset "$preset"
+    exclude=()
+    # An ASan-built libringload cannot be loaded by the uninstrumented consumer program.
+    [ "$preset" = asan ] && exclude=(-LE install)
+    ctest --preset "$preset" "${exclude[@]}"
+done

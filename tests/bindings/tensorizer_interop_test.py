@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""tests/bindings/tensorizer_interop_test.py RINGLOAD RINGLOAD_SYNTH DATA_DIR
+
+The real tensorizer (PyPI, in the project's .venv) as an independent peer:
+  1. a checkpoint written by ringload-synth loads in tensorizer with verify_hash=True, and
+     tensorizer's tensors have the same sha256, dtype and shape as `ringload load --sha256`;
+  2. every unencrypted fixture gives the same per-tensor sha256 in tensorizer and ringload.
+Exits 77 (skipped, with the reason) where tensorizer cannot be imported.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+    from tensorizer import TensorDeserializer
+except ImportError as error:
+    print(f"SKIP: the real tensorizer is not importable here ({error}); run scripts/setup.sh")
+    sys.exit(77)
+
+RINGLOAD, SYNTH, DATA = sys.argv[1:4]
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, condition, detail=""):
+    results["passed" if condition else "failed"] += 1
+    if not condition:
+        print(f"FAIL {name}: {detail}")
+
+
+def tensorizer_view(path):
+    """(name or path, dtype, shape, sha256) per tensor in file order, as tensorizer loads them."""
+    rows = []
+    d = TensorDeserializer(path, device="cpu", lazy_load=True, verify_hash=True)
+    for _idx, _type, name, tensor in d.read_tensors():
+        dtype, tensor = tensor.dtype, tensor.detach().contiguous()
+        if dtype in (torch.bfloat16, torch.complex32):  # numpy has neither: hash the raw bits
+            tensor = tensor.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)
+        rows.append((list(name) if isinstance(name, (list, tuple)) else [name], str(dtype).removeprefix("torch."),
+                     list(tensor.shape), hashlib.sha256(tensor.numpy().tobytes()).hexdigest()))
+    d.close()
+    return rows
+
+
+def ringload_view(path):
+    out = subprocess.run([RINGLOAD, "load", path, "--json", "--sha256", "--verify"], capture_output=True,
+                         text=True, timeout=300, check=True)
+    return [(t["path"], t["dtype"], t["shape"], t["sha256"]) for t in json.loads(out.stdout)["tensors"]]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for dtype in ("float16", "float32"):
+        path = os.path.join(tmp, f"synth_{dtype}.tensors")
+        subprocess.run([SYNTH, "--shape", "tiny", "--dtype", dtype, "--seed", "3", path], check=True,
+                       capture_output=True)
+        theirs, ours = tensorizer_view(path), ringload_view(path)
+        check(f"synth {dtype} count", len(theirs) == len(ours) > 0, f"{len(theirs)} vs {len(ours)}")
+        for t, o in zip(theirs, ours):
+            check(f"synth {dtype} {t[0]}", t == o, f"tensorizer {t} != ringload {o}")
+
+index = json.load(open(os.path.join(DATA, "tensorizer", "index.json")))
+for entry in index["files"]:
+    if entry["encrypted"]:
+        continue
+    path = os.path.join(DATA, "tensorizer", entry["file"])
+    theirs, ours = tensorizer_view(path), ringload_view(path)
+    check(f"{entry['file']} count", len(theirs) == len(ours))
+    for t, o in zip(theirs, ours):
+        check(f"{entry['file']} {t[0]}", t[3] == o[3] and t[2] == o[2], f"{t} != {o}")
+
+print(f"{results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)

@@ -156,7 +156,10 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     auto state = std::make_shared<RunState>(loop);
     const std::size_t alignment = std::max<std::size_t>(source.alignment_bytes(), 1);
     if (ring.slot_size_bytes() < 2 * alignment) {
-        co_return fail(errc::invalid_argument, "ring slots are smaller than twice the source's alignment");
+        co_return fail(errc::invalid_argument, source.name() + ": ring slots of " +
+                                                   std::to_string(ring.slot_size_bytes()) +
+                                                   " bytes are smaller than twice the source's alignment (" +
+                                                   std::to_string(alignment) + " bytes)");
     }
     const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment);
     const std::uint64_t plan_bytes = plan.total_bytes();

@@ -110,18 +110,30 @@ TEST(TensorizerFixtures, EveryFixtureLoadsWithItsManifestsValues) {
     }
 }
 
-TEST(TensorizerFixtures, LoadThroughThePreadFallback) {
-    ::setenv("RINGLOAD_DISABLE_IO_URING", "1", 1);
-    auto opened = Deserializer::open((tensorizer_dir() / "large_mixed_v2.tensors").string());
-    ::unsetenv("RINGLOAD_DISABLE_IO_URING");
-    ASSERT_TRUE(opened) << opened.error().message();
+// Loads an opened large_mixed_v2 with verification and checks it against its manifest;
+// returns how it was read ("O_DIRECT io_uring", "buffered pread", ...).
+std::string load_and_check_large_mixed(Result<Deserializer>& opened) {
+    if (!opened) {
+        ADD_FAILURE() << opened.error().message();
+        return {};
+    }
     LoadOptions options;
     options.verify_hashes = true;
     options.compute_sha256 = true;
     auto loaded = opened->load(options);
-    ASSERT_TRUE(loaded) << loaded.error().message();
-    EXPECT_NE(loaded->how.find("pread"), std::string::npos);
+    if (!loaded) {
+        ADD_FAILURE() << loaded.error().message();
+        return {};
+    }
     expect_matches_manifest(*loaded, testing::read_json(tensorizer_dir() / "large_mixed_v2.tensors.json"));
+    return loaded->how;
+}
+
+TEST(TensorizerFixtures, LoadThroughThePreadFallback) {
+    ::setenv("RINGLOAD_DISABLE_IO_URING", "1", 1);
+    auto opened = Deserializer::open((tensorizer_dir() / "large_mixed_v2.tensors").string());
+    ::unsetenv("RINGLOAD_DISABLE_IO_URING");
+    EXPECT_NE(load_and_check_large_mixed(opened).find("pread"), std::string::npos);
 }
 
 TEST(TensorizerFixtures, LoadFromTmpfs) {
@@ -132,13 +144,7 @@ TEST(TensorizerFixtures, LoadFromTmpfs) {
     auto copy = dir.path() / "large.tensors";
     std::filesystem::copy_file(tensorizer_dir() / "large_mixed_v2.tensors", copy);
     auto opened = Deserializer::open(copy.string(), {ReadMode::direct});
-    ASSERT_TRUE(opened) << opened.error().message();
-    LoadOptions options;
-    options.verify_hashes = true;
-    options.compute_sha256 = true;
-    auto loaded = opened->load(options);
-    ASSERT_TRUE(loaded) << loaded.error().message();
-    expect_matches_manifest(*loaded, testing::read_json(tensorizer_dir() / "large_mixed_v2.tensors.json"));
+    load_and_check_large_mixed(opened);
 }
 
 TEST(TensorizerFixtures, FilterLoadsOnlyMatchingTensorsWithTheirValues) {

@@ -27,6 +27,7 @@ struct LoadArgs {
     std::uint32_t slot_count = 32;
     std::size_t slot_size_bytes = 4 << 20;
     std::size_t threads = 0;
+    bool prefault = true;
 };
 
 Result<ReadMode> parse_read_mode(const std::string& text) {
@@ -88,6 +89,7 @@ int run_load(const LoadArgs& args) {
     options.slot_count = args.slot_count;
     options.slot_size_bytes = args.slot_size_bytes;
     options.worker_threads = args.threads;
+    options.prefault_in_background = args.prefault;
     if (!args.filter.empty()) {
         std::regex pattern;
         try {
@@ -134,6 +136,7 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--slots", args->slot_count, "Ring slots (reads in flight)");
     command->add_option("--slot-size", args->slot_size_bytes, "Bytes per ring slot (multiple of 4096)");
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
+    command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
     return [args] { return run_load(*args); };
 }
 

@@ -3,6 +3,7 @@
 
 #include "formats/tensorizer/tensor_header.hpp"
 #include "ringload/engine/hashes.hpp"
+#include "ringload/engine/stream_copy.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -116,7 +117,8 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
         begin = overlap_begin(load.data_offset, chunk_begin);
         end = overlap_end(load.record_end, chunk_end);
         if (begin < end) {
-            std::memcpy(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin), end - begin);
+            copy_to_destination(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin),
+                                end - begin);
         }
         if (load.sequencer) {
             std::uint64_t piece_begin = overlap_begin(load.record_offset, chunk_begin);

@@ -48,10 +48,10 @@ struct LoadOptions {
     std::size_t worker_threads = 0;        // 0: one per available core
     bool verify_hashes = false;            // check stored CRC32 and SHA-256
     bool compute_sha256 = false;           // fill LoadedTensor::sha256_hex
-    // Fault the destination arena in from a background thread ahead of the copies. Off by
-    // default: with transparent huge pages the copies fault 2 MiB at a time cheaply, and on
-    // 2 cores the extra thread cost more than it saved (measured, docs/benchmarks.md).
-    bool prefault_in_background = false;
+    // Fault the destination arena in from a background thread that runs ahead of the copies,
+    // so the workers only copy (the kernel's zeroing of fresh pages was the largest CPU cost of
+    // a load, see docs/benchmarks.md).
+    bool prefault_in_background = true;
     std::function<bool(const TensorInfo&)> filter; // empty: every tensor
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;

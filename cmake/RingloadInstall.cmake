@@ -8,6 +8,7 @@ install(TARGETS ringload ringload_cli EXPORT ringloadTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES
+    bindings/cpp/include/ringload/crypto_params.hpp
     bindings/cpp/include/ringload/ringload.hpp
     engine/include/ringload/dtype.hpp
     engine/include/ringload/error.hpp

@@ -2,6 +2,7 @@
 //
 // `ringload info URI [--json]`: what a file holds, read from its index alone.
 #include "commands.hpp"
+#include "key_options.hpp"
 #include "tensor_json.hpp"
 
 #include "ringload/ringload.hpp"
@@ -16,6 +17,7 @@ namespace {
 struct InfoArgs {
     std::string uri;
     bool json = false;
+    KeyFileArgs keys;
 };
 
 std::string shape_text(const TensorInfo& tensor) {
@@ -31,7 +33,13 @@ std::string flags_text(const Index& index) {
 }
 
 int run_info(const InfoArgs& args) {
-    auto opened = Deserializer::open(args.uri);
+    auto decryption = decryption_from(args.keys);
+    if (!decryption) {
+        return report_error(decryption.error().message());
+    }
+    OpenOptions open_options;
+    open_options.decryption = std::move(*decryption);
+    auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -80,6 +88,7 @@ Run add_info_command(CLI::App& app) {
     auto* command = app.add_subcommand("info", "Show a file's format, version and tensors");
     command->add_option("uri", args->uri, "File path (or file:// URI)")->required();
     command->add_flag("--json", args->json, "Print one JSON object");
+    add_key_file_options(*command, args->keys, "", "(checked against the file, not needed to show it)");
     return [args] { return run_info(*args); };
 }
 

@@ -3,6 +3,7 @@
 // `ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json]`: loads
 // every (matching) tensor into host memory and prints a summary, or one JSON object.
 #include "commands.hpp"
+#include "key_options.hpp"
 #include "progress_bar.hpp"
 #include "tensor_json.hpp"
 
@@ -28,6 +29,7 @@ struct LoadArgs {
     std::size_t slot_size_bytes = 4 << 20;
     std::size_t threads = 0;
     bool prefault = true;
+    KeyFileArgs keys;
 };
 
 Result<ReadMode> parse_read_mode(const std::string& text) {
@@ -105,7 +107,14 @@ int run_load(const LoadArgs& args) {
     if (bar.enabled()) {
         options.progress = [&bar](const Progress& progress) { bar.update(progress); };
     }
-    auto opened = Deserializer::open(args.uri, {*mode});
+    auto decryption = decryption_from(args.keys);
+    if (!decryption) {
+        return report_error(decryption.error().message());
+    }
+    OpenOptions open_options;
+    open_options.read_mode = *mode;
+    open_options.decryption = std::move(*decryption);
+    auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -137,6 +146,7 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--slot-size", args->slot_size_bytes, "Bytes per ring slot (multiple of 4096)");
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
     command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
+    add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };
 }
 

@@ -1,6 +1,8 @@
 // formats/tensorizer/load_graph.cpp
 #include "formats/tensorizer/load_graph.hpp"
 
+#include "formats/tensorizer/crypt_info.hpp"
+#include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/tensor_header.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/engine/stream_copy.hpp"
@@ -25,6 +27,20 @@ struct LoadGraph::TensorLoad {
     std::atomic<bool> header_ok{false};
 
     std::unique_ptr<Sequencer> sequencer;
+
+    // Encrypted tensors only. Data bytes that arrive before the header (and so before the
+    // cipher parameters are known) wait in `early`; after it, `missing` counts the bytes each
+    // cipher chunk still lacks, and the worker that takes one to zero decrypts that chunk.
+    struct Decryption {
+        std::mutex mutex;
+        bool ready = false;
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> early; // data-relative [begin, end)
+        std::vector<std::uint64_t> missing;
+        CipherRecord cipher;
+        const SecretKey* key = nullptr;
+        std::atomic<std::size_t> chunks_done{0};
+    };
+    std::unique_ptr<Decryption> decryption; // in files with crypt info (v3, v4 + flag)
     // ---
     Crc32 crc;
     Sha256 sha;
@@ -39,15 +55,21 @@ std::uint64_t overlap_begin(std::uint64_t a, std::uint64_t b) {
 std::uint64_t overlap_end(std::uint64_t a, std::uint64_t b) {
     return std::min(a, b);
 }
+// Bytes that [begin, end) shares with a cipher chunk.
+std::uint64_t overlap_length(std::uint64_t begin, std::uint64_t end, const CipherChunk& chunk) {
+    std::uint64_t from = std::max(begin, chunk.offset_bytes);
+    std::uint64_t to = std::min(end, chunk.offset_bytes + chunk.length_bytes);
+    return to > from ? to - from : 0;
+}
 
 } // namespace
 
 Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::vector<TensorDestination> destinations,
                                                      LoadGraphOptions options, std::string source_name) {
-    if (index.encrypted) {
+    if (index.encrypted && options.keys == nullptr) {
         return fail(errc::encrypted_no_key, source_name + ": encrypted: supply a key (data version " +
                                                 std::to_string(index.data_version) +
-                                                " with encrypted tensor data; decryption is not built yet)");
+                                                " with encrypted tensor data; use --key-file or --passphrase-file)");
     }
     std::unique_ptr<LoadGraph> graph(new LoadGraph(index, options, std::move(source_name)));
     std::sort(destinations.begin(), destinations.end(), [&](const TensorDestination& a, const TensorDestination& b) {
@@ -63,6 +85,9 @@ Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::ve
         load->data_offset = info.data_offset_bytes;
         load->record_end = info.data_offset_bytes + info.data_length_bytes;
         load->header_bytes.resize(info.data_offset_bytes - info.record_offset_bytes);
+        if (index.encrypted) {
+            load->decryption = std::make_unique<TensorLoad::Decryption>();
+        }
         if (options.verify_hashes) {
             load->sequencer = std::make_unique<Sequencer>(load->record_offset);
         }
@@ -120,13 +145,16 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
             copy_to_destination(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin),
                                 end - begin);
         }
-        if (load.sequencer) {
-            std::uint64_t piece_begin = overlap_begin(load.record_offset, chunk_begin);
-            std::uint64_t piece_end = overlap_end(load.record_end, chunk_end);
+        if (load.decryption) {
+            // Encrypted: hashing waits for decryption (the header piece was submitted with the
+            // header, see prepare_decryption).
+            if (begin < end) {
+                on_ciphertext(load, begin - load.data_offset, end - load.data_offset);
+            }
+        } else if (load.sequencer) {
             // Hashed from the destination, not the slot: the slot goes back to the ring now, so
             // a long in-order hash (one big tensor) never stalls the reads.
-            load.sequencer->submit(piece_begin, piece_end - piece_begin,
-                                   [this, &load, piece_begin, piece_end] { hash_piece(load, piece_begin, piece_end); });
+            submit_hash(load, overlap_begin(load.record_offset, chunk_begin), overlap_end(load.record_end, chunk_end));
         }
     }
     return {};
@@ -143,7 +171,125 @@ Result<void> LoadGraph::on_header_complete(TensorLoad& load) {
     }
     load.header = std::move(*header);
     load.header_ok.store(true, std::memory_order_release);
+    if (load.decryption) {
+        return prepare_decryption(load);
+    }
     return {};
+}
+
+Result<void> LoadGraph::prepare_decryption(TensorLoad& load) {
+    const TensorHeader& header = *load.header;
+    auto block =
+        std::span<const std::byte>(load.header_bytes).subspan(header.crypt_offset_bytes, header.crypt_length_bytes);
+    auto crypt = parse_crypt_info(block, load.info->data_length_bytes);
+    if (!crypt) {
+        return tensor_error(load, crypt.error());
+    }
+    if (!crypt->encrypted() && load.info->data_length_bytes > 0) {
+        return tensor_error(load, fail(errc::not_encrypted_key_given,
+                                       "the tensor is not encrypted, but a key or passphrase was given"));
+    }
+    const SecretKey* key = nullptr;
+    if (crypt->encrypted()) {
+        auto resolved = options_.keys->key_for(*crypt); // create() made sure keys exist
+        if (!resolved) {
+            return tensor_error(load, resolved.error());
+        }
+        key = *resolved;
+    }
+    // H' first; the data pieces follow as their chunks decrypt. An empty block (a meta tensor
+    // in an encrypted file) has no data: this piece completes it.
+    auto& decryption = *load.decryption;
+    if (load.sequencer) {
+        submit_hash(load, load.record_offset, load.data_offset);
+    }
+    if (!crypt->encrypted()) {
+        return {};
+    }
+    std::vector<std::size_t> complete;
+    {
+        std::lock_guard lock(decryption.mutex);
+        decryption.cipher = std::move(*crypt->cipher);
+        decryption.key = key;
+        const std::uint64_t data_length = load.info->data_length_bytes;
+        const std::size_t chunk_count = cipher_chunk_count(decryption.cipher, data_length);
+        decryption.missing.resize(chunk_count);
+        for (std::size_t i = 0; i < chunk_count; ++i) {
+            decryption.missing[i] = cipher_chunk(decryption.cipher, data_length, i).length_bytes;
+        }
+        decryption.ready = true;
+        for (auto [begin, end] : decryption.early) {
+            for (std::size_t i = 0; i < chunk_count; ++i) {
+                std::uint64_t overlap = overlap_length(begin, end, cipher_chunk(decryption.cipher, data_length, i));
+                if (overlap > 0 && (decryption.missing[i] -= std::min(overlap, decryption.missing[i])) == 0) {
+                    complete.push_back(i);
+                }
+            }
+        }
+        decryption.early.clear();
+    }
+    decrypt_chunks(load, complete);
+    return {};
+}
+
+void LoadGraph::on_ciphertext(TensorLoad& load, std::uint64_t begin, std::uint64_t end) {
+    auto& decryption = *load.decryption;
+    std::vector<std::size_t> complete;
+    {
+        std::lock_guard lock(decryption.mutex);
+        if (!decryption.ready) {
+            decryption.early.emplace_back(begin, end);
+            return;
+        }
+        const std::uint64_t data_length = load.info->data_length_bytes;
+        const std::size_t chunk_count = decryption.missing.size();
+        // Only the chunks this piece touches: the first is found by division.
+        std::size_t first = chunk_count == 1 ? 0 : static_cast<std::size_t>(begin / decryption.cipher.chunk_size_bytes);
+        for (std::size_t i = first; i < chunk_count; ++i) {
+            CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
+            if (chunk.offset_bytes >= end) {
+                break;
+            }
+            std::uint64_t overlap = overlap_length(begin, end, chunk);
+            decryption.missing[i] -= std::min(overlap, decryption.missing[i]);
+            if (decryption.missing[i] == 0 && overlap > 0) {
+                complete.push_back(i);
+            }
+        }
+    }
+    decrypt_chunks(load, complete);
+}
+
+void LoadGraph::decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>& chunks) {
+    auto& decryption = *load.decryption;
+    const std::uint64_t data_length = load.info->data_length_bytes;
+    for (std::size_t i : chunks) {
+        if (failed_.load(std::memory_order_relaxed)) {
+            return;
+        }
+        CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
+        std::span<std::byte> bytes(load.destination + chunk.offset_bytes, chunk.length_bytes);
+        Nonce nonce = nonce_plus(decryption.cipher.initial_nonce, i);
+        if (!open_in_place(bytes, decryption.cipher.macs[i], nonce, *decryption.key)) {
+            record_failure(tensor_error(
+                load,
+                fail(errc::decryption_failed,
+                     "cipher chunk " + std::to_string(i + 1) + " of " + std::to_string(decryption.missing.size()) +
+                         " (data bytes " + std::to_string(chunk.offset_bytes) + ".." +
+                         std::to_string(chunk.offset_bytes + chunk.length_bytes) +
+                         ") failed authentication: wrong key or passphrase, or the data or its MAC is corrupted")));
+            return;
+        }
+        decryption.chunks_done.fetch_add(1, std::memory_order_acq_rel);
+        if (load.sequencer) {
+            submit_hash(load, load.data_offset + chunk.offset_bytes,
+                        load.data_offset + chunk.offset_bytes + chunk.length_bytes);
+        }
+    }
+}
+
+void LoadGraph::submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end) {
+    load.sequencer->submit(begin, end - begin, [this, &load, begin, end] { hash_piece(load, begin, end); });
 }
 
 void LoadGraph::hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end) {
@@ -208,6 +354,10 @@ Result<void> LoadGraph::finish() {
     for (const auto& load : loads_) {
         if (!load->header_ok.load(std::memory_order_acquire)) {
             return tensor_error(*load, fail(errc::truncated, "its header was never read completely"));
+        }
+        if (load->decryption && load->decryption->ready &&
+            load->decryption->chunks_done.load(std::memory_order_acquire) != load->decryption->missing.size()) {
+            return tensor_error(*load, fail(errc::truncated, "some of its cipher chunks were never complete"));
         }
         if (options_.verify_hashes && !load->verified.load(std::memory_order_acquire)) {
             return tensor_error(*load, fail(errc::hash_mismatch, "its hashes were never checked"));

@@ -11,6 +11,12 @@
 // With verification, each record is also hashed in order through a Sequencer: H' first (the
 // header with hash values zeroed), then the data, read back from the destination so that the
 // slot is free as soon as its bytes are copied; CRC32 and SHA-256 are compared at the end.
+//
+// Encrypted tensors: ciphertext is copied to the destination like any data. Each 2 MiB cipher
+// chunk is authenticated and decrypted in place by whichever worker completes it (its last
+// bytes, or the header with its MACs, whichever comes last), so chunks decrypt in parallel; a
+// chunk whose MAC fails stays ciphertext and fails the load. Hashing (over the plaintext)
+// follows decryption, in order.
 #pragma once
 
 #include "ringload/engine/plan.hpp"
@@ -31,13 +37,16 @@ struct TensorDestination {
     std::byte* data = nullptr;    // byte_length bytes, owned by the caller
 };
 
+class KeyResolver;
+
 struct LoadGraphOptions {
     bool verify_hashes = false;
+    KeyResolver* keys = nullptr; // decrypts encrypted tensors; must outlive the graph
 };
 
 class LoadGraph final : public ChunkHandler {
 public:
-    // Fails with errc::encrypted_no_key for an encrypted file (decryption lands with the writer).
+    // Fails with errc::encrypted_no_key for an encrypted file without options.keys.
     static Result<std::unique_ptr<LoadGraph>> create(const Index& index, std::vector<TensorDestination> destinations,
                                                      LoadGraphOptions options, std::string source_name);
     ~LoadGraph() override;
@@ -51,7 +60,11 @@ public:
 private:
     LoadGraph(const Index& index, LoadGraphOptions options, std::string source_name);
     Result<void> on_header_complete(TensorLoad& load);
+    Result<void> prepare_decryption(TensorLoad& load);
+    void on_ciphertext(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
+    void decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>& chunks);
     void hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
+    void submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
     void record_failure(Error error);
     Error tensor_error(const TensorLoad& load, Error error) const;
 

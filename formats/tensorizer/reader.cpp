@@ -1,7 +1,10 @@
 // formats/tensorizer/reader.cpp
 #include "formats/tensorizer/reader.hpp"
 
+#include "formats/tensorizer/crypt_info.hpp"
 #include "formats/tensorizer/file_header.hpp"
+#include "formats/tensorizer/key_resolver.hpp"
+#include "formats/tensorizer/tensor_header.hpp"
 
 #include <algorithm>
 #include <array>
@@ -37,6 +40,62 @@ Task<Result<Index>> read_index(Source& source) {
         co_return with_context(index.error(), source.name());
     }
     co_return std::move(*index);
+}
+
+namespace {
+
+Error tensor_context(Error error, const Source& source, const TensorInfo& tensor) {
+    return with_context(std::move(error), source.name() + ": tensor '" + tensor.display_name() + "'");
+}
+
+} // namespace
+
+Task<Result<void>> prepare_keys(Source& source, const Index& index, KeyResolver& keys) {
+    if (index.data_version < 3) {
+        co_return fail(errc::not_encrypted_key_given,
+                       source.name() + ": a key or passphrase was given but the file is not encrypted (data version " +
+                           std::to_string(index.data_version) + " predates encryption)");
+    }
+    if (!index.encrypted) {
+        co_return fail(errc::not_encrypted_key_given,
+                       source.name() +
+                           ": a key or passphrase was given but the file is not flagged as encrypted "
+                           "(data version " +
+                           std::to_string(index.data_version) + ", feature flags " +
+                           std::to_string(index.feature_flags) + ")");
+    }
+    // The first tensor with data carries the key-derivation parameters every tensor repeats.
+    for (const auto& tensor : index.tensors) {
+        if (tensor.data_length_bytes == 0) {
+            continue;
+        }
+        std::vector<std::byte> header_bytes(tensor.data_offset_bytes - tensor.record_offset_bytes);
+        auto read = co_await read_exactly_at(source, tensor.record_offset_bytes, header_bytes);
+        if (!read) {
+            co_return tensor_context(read.error(), source, tensor);
+        }
+        auto header = parse_tensor_header(header_bytes, true);
+        if (!header) {
+            co_return tensor_context(header.error(), source, tensor);
+        }
+        auto block =
+            std::span<const std::byte>(header_bytes).subspan(header->crypt_offset_bytes, header->crypt_length_bytes);
+        auto crypt = parse_crypt_info(block, tensor.data_length_bytes);
+        if (!crypt) {
+            co_return tensor_context(crypt.error(), source, tensor);
+        }
+        if (!crypt->encrypted()) {
+            co_return tensor_context(
+                fail(errc::not_encrypted_key_given, "the tensor is not encrypted, but a key or passphrase was given"),
+                source, tensor);
+        }
+        auto key = keys.key_for(*crypt);
+        if (!key) {
+            co_return tensor_context(key.error(), source, tensor);
+        }
+        break;
+    }
+    co_return Result<void>{};
 }
 
 } // namespace ringload::tensorizer

@@ -17,4 +17,12 @@ bool has_tensorizer_magic(std::span<const std::byte> first_bytes) noexcept;
 
 Task<Result<Index>> read_index(Source& source);
 
+class KeyResolver;
+
+// Checks that a key may be used on this file (tensorizer's rules, §9.5: not for data versions
+// 1-2, not for version 4 without the encrypted flag) and, for a passphrase, derives the key
+// from the first encrypted tensor's stored parameters now (one small header read), so that
+// loads do not stall on Argon2id.
+Task<Result<void>> prepare_keys(Source& source, const Index& index, KeyResolver& keys);
+
 } // namespace ringload::tensorizer

@@ -8,12 +8,15 @@ of bad files, and --filter. Standard library only; prints 'N passed, N failed'.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 RINGLOAD = sys.argv[1]
 DATA = os.path.join(sys.argv[2], "tensorizer")
 results = {"passed": 0, "failed": 0}
+SECRETS = tempfile.mkdtemp(prefix="ringload-cli-test-")
 
 
 def check(name, condition, detail=""):
@@ -28,6 +31,20 @@ def run(*args):
     return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=120)
 
 
+def secret_args(spec, kind):
+    """--key-file / --passphrase-file for a manifest's encryption (or a bad case's open_with)."""
+    if kind is None:
+        return []
+    path = os.path.join(SECRETS, f"secret{len(os.listdir(SECRETS))}")
+    if kind == "raw_key":
+        with open(path, "wb") as f:
+            f.write(bytes.fromhex(spec["key_hex"]))
+        return ["--key-file", path]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(spec["passphrase"] + "\n")  # a trailing newline, as `echo` writes, is not part of it
+    return ["--passphrase-file", path]
+
+
 def manifest_rows(manifest):
     return [
         {"name": t["name"] if t["name"] is not None else None, "path": t["path"],
@@ -40,13 +57,16 @@ index = json.load(open(os.path.join(DATA, "index.json")))
 for entry in index["files"]:
     path = os.path.join(DATA, entry["file"])
     manifest = json.load(open(os.path.join(DATA, entry["manifest"])))
+    keys = []
+    if entry["encrypted"]:
+        out = run("load", path, "--json")
+        label = f"load {entry['file']} without a key"
+        check(label, out.returncode != 0 and "encrypted: supply a key" in out.stderr, out.stderr)
+        check(label + " one line", out.stderr.count("\n") == 1, out.stderr)
+        keys = secret_args(manifest["encryption"], manifest["encryption"]["kind"])
     for extra in ([], ["--verify"]):
-        out = run("load", path, "--json", "--sha256", *extra)
-        label = f"load {entry['file']} {' '.join(extra)}"
-        if entry["encrypted"]:
-            check(label, out.returncode != 0 and "encrypted: supply a key" in out.stderr, out.stderr)
-            check(label + " one line", out.stderr.count("\n") == 1, out.stderr)
-            continue
+        out = run("load", path, "--json", "--sha256", *extra, *keys)
+        label = f"load {entry['file']} {' '.join(extra + keys[:1])}"
         check(label + " exit", out.returncode == 0, out.stderr)
         if out.returncode != 0:
             continue
@@ -86,10 +106,8 @@ check("summary", out.returncode == 0 and re.search(r"loaded 127 tensors, 8000000
 # Bad files: non-zero exit, one line on stderr naming the file and the category.
 bad = json.load(open(os.path.join(DATA, "bad", "manifest.json")))
 for case in bad["cases"]:
-    if case["open_with"]["decryption"] is not None:
-        continue  # needs a key: the encryption issue
     path = os.path.join(DATA, "bad", case["file"])
-    out = run("load", path, "--verify")
+    out = run("load", path, "--verify", *secret_args(case["open_with"], case["open_with"]["decryption"]))
     label = f"bad {case['file']}"
     check(label + " exit", out.returncode != 0, out.stdout)
     lines = out.stderr.strip().splitlines()
@@ -101,9 +119,27 @@ for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
                      (["load", large, "--device", "cuda:0"], "cuda"),
                      (["load", large, "--filter", "("], "regular expression"),
                      (["load", "http://127.0.0.1:1/x.tensors"], "http"),
-                     (["load", large, "--slot-size", "1000"], "4096")]:
+                     (["load", large, "--slot-size", "1000"], "4096"),
+                     (["load", large, "--key-file", "/nonexistent.key"], "/nonexistent.key"),
+                     (["load", large, "--key-file", large], "64 KiB"),
+                     (["load", large, "--key-file", os.path.join(DATA, "index.json")], "32 raw bytes"),
+                     (["load", large, "--passphrase-file", os.devnull], "empty")]:
     out = run(*args)
     check(f"error {args}", out.returncode != 0 and needle in out.stderr and out.stderr.count("\n") == 1, out.stderr)
 
+# A secret never shows up in what the command prints.
+enc = os.path.join(DATA, "encrypted_passphrase_v3.tensors")
+enc_manifest = json.load(open(enc + ".json"))
+out = run("load", enc, "--verify", *secret_args(enc_manifest["encryption"], "passphrase"))
+check("passphrase load", out.returncode == 0, out.stderr)
+check("passphrase not printed", enc_manifest["encryption"]["passphrase"] not in out.stdout + out.stderr)
+wrong = os.path.join(SECRETS, "wrong")
+with open(wrong, "w") as f:
+    f.write("not the passphrase")
+out = run("load", enc, *["--passphrase-file", wrong])
+check("wrong passphrase", out.returncode != 0 and "decryption failed" in out.stderr and
+      "not the passphrase" not in out.stderr, out.stderr)
+
+shutil.rmtree(SECRETS)
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

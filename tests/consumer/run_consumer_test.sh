@@ -9,7 +9,7 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build_dir" --prefix "$work/prefix" > "$work/install.log"
 cmake -S "$source_dir/tests/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
     -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
-cmake --build "$work/build" > "$work/build.log"
+cmake --build "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
 out=$("$work/build/consumer" "$data_dir/tensorizer/basic_v1.tensors")
 echo "consumer printed: $out"
 [ "$out" = "6 1152 embed.weight" ] || { echo "unexpected output"; exit 1; }

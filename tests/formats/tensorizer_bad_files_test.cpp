@@ -2,8 +2,9 @@
 //
 // Every file in tests/data/tensorizer/bad/ must fail with the error category its manifest
 // names, with a message that names the file and the tensor or offset: never a crash, a hang
-// or a silent success. Cases that need a key exercise decryption, which is not built yet;
-// they are counted and named in the output.
+// or a silent success. Cases that need a key are opened with the key or passphrase their
+// manifest names.
+#include "../support/decryption_support.hpp"
 #include "../support/test_support.hpp"
 #include "ringload/ringload.hpp"
 
@@ -40,7 +41,10 @@ void check_bad_file(const nlohmann::json& bad) {
     };
     std::optional<Error> error;
     for (auto way : {Way{ReadMode::automatic, 4 << 20}, Way{ReadMode::direct, 8192}, Way{ReadMode::buffered, 4096}}) {
-        auto opened = Deserializer::open(path, {way.mode});
+        OpenOptions open_options;
+        open_options.read_mode = way.mode;
+        open_options.decryption = testing::decryption_for(bad["open_with"], bad["open_with"]["decryption"]);
+        auto opened = Deserializer::open(path, open_options);
         if (!opened) {
             error = opened.error();
             break;
@@ -73,24 +77,17 @@ TEST(BadTensorizerFiles, TruncatedDataFailsWithoutVerification) {
     }
 }
 
-// Cases that need a key exercise decryption, which arrives with the encryption issue (#3);
-// the test says how many it left out.
-TEST(BadTensorizerFiles, EveryKeylessCaseFailsWithItsCategoryAndSaysWhere) {
+TEST(BadTensorizerFiles, EveryCaseFailsWithItsCategoryAndSaysWhere) {
     std::size_t checked = 0;
-    std::size_t need_key = 0;
+    std::size_t with_key = 0;
     for (const auto& bad : bad_cases()) {
-        if (!bad["open_with"]["decryption"].is_null()) {
-            ++need_key;
-            continue;
-        }
         SCOPED_TRACE(bad["file"].get<std::string>());
         check_bad_file(bad);
         ++checked;
+        with_key += bad["open_with"]["decryption"].is_null() ? 0 : 1;
     }
-    EXPECT_GE(checked, 12u);
-    if (need_key > 0) {
-        std::cout << "[ NOTE ] " << need_key << " bad/ cases need a decryption key (issue #3): not run here\n";
-    }
+    EXPECT_EQ(checked, 18u);
+    EXPECT_GE(with_key, 5u); // wrong key, wrong passphrase, flipped ciphertext, flipped MAC, key on a plain file
 }
 
 TEST(BadTensorizerFiles, MissingFileIsNotFoundAndNamed) {

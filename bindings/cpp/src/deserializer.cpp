@@ -1,12 +1,14 @@
 // bindings/cpp/src/deserializer.cpp
 #include "ringload/ringload.hpp"
 
+#include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
 #include "formats/tensorizer/reader.hpp"
 #include "ringload/engine/executor.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/host_arena.hpp"
 #include "ringload/io/file_source.hpp"
+#include "secret_material.hpp"
 #include "uri.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -59,6 +61,7 @@ struct Deserializer::Impl {
     std::unique_ptr<Source> source;
     Index index;
     std::unique_ptr<BufferRing> ring;
+    std::optional<tensorizer::KeyResolver> keys;
 
     // The ring a load with these options uses: the existing one when it fits.
     Result<BufferRing*> ring_for(const LoadOptions& options) {
@@ -99,6 +102,12 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     impl->source = std::move(source);
     RL_TRY(index, run_on_loop(impl->loop, tensorizer::read_index(*impl->source)));
     impl->index = std::move(index);
+    if (options.decryption) {
+        const SecretMaterial& secret = options.decryption->secret();
+        impl->keys.emplace(secret.key ? tensorizer::KeyResolver::with_key(*secret.key)
+                                      : tensorizer::KeyResolver::with_passphrase(secret.passphrase));
+        RL_TRY_VOID(run_on_loop(impl->loop, tensorizer::prepare_keys(*impl->source, impl->index, *impl->keys)));
+    }
     // The ring is allocated, pre-faulted and registered once per deserializer, here, so that
     // loads (a server may run many) start reading at once. A load with other ring options
     // replaces it.
@@ -133,7 +142,8 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     for (std::size_t k = 0; k < selected.size(); ++k) {
         destinations.push_back({selected[k], arena->data() + arena_offsets[k]});
     }
-    RL_TRY(graph, tensorizer::LoadGraph::create(index, destinations, {options.verify_hashes}, impl_->uri));
+    RL_TRY(graph, tensorizer::LoadGraph::create(
+                      index, destinations, {options.verify_hashes, impl_->keys ? &*impl_->keys : nullptr}, impl_->uri));
     WorkerPool pool(options.worker_threads);
 
     RunControls controls;

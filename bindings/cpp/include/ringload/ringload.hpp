@@ -15,6 +15,7 @@
 // Thread: a Deserializer is used by one thread at a time; distinct ones are independent.
 #pragma once
 
+#include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
 #include "ringload/progress.hpp"
 #include "ringload/tensor_info.hpp"
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +42,9 @@ enum class ReadMode : std::uint8_t {
 
 struct OpenOptions {
     ReadMode read_mode = ReadMode::automatic;
+    // For encrypted files. Given for a file that is not encrypted, open() fails (as tensorizer
+    // does). A passphrase's Argon2id key is derived here, not during load().
+    std::optional<DecryptionParams> decryption;
 };
 
 struct LoadOptions {

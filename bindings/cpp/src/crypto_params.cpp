@@ -1,0 +1,103 @@
+// bindings/cpp/src/crypto_params.cpp
+#include "ringload/crypto_params.hpp"
+
+#include "secret_material.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ringload {
+namespace {
+
+constexpr std::size_t max_secret_file_bytes = 64 << 10;
+
+std::span<const std::byte> as_bytes(std::string_view text) {
+    return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
+}
+
+} // namespace
+
+Result<std::string> read_secret_file(const std::string& path, std::string_view what) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return fail(errc::not_found,
+                    path + ": cannot open the " + std::string(what) + " file: " + std::strerror(errno));
+    }
+    std::string content;
+    char buffer[4096];
+    for (;;) {
+        ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0) {
+            int saved = errno;
+            ::close(fd);
+            wipe_secret(buffer, sizeof buffer);
+            wipe_secret(content.data(), content.size());
+            return fail(errc::io_error,
+                        path + ": cannot read the " + std::string(what) + " file: " + std::strerror(saved));
+        }
+        if (got == 0) {
+            break;
+        }
+        content.append(buffer, static_cast<std::size_t>(got));
+        if (content.size() > max_secret_file_bytes) {
+            ::close(fd);
+            wipe_secret(buffer, sizeof buffer);
+            wipe_secret(content.data(), content.size());
+            return fail(errc::invalid_argument, path + ": the " + std::string(what) + " file is larger than 64 KiB");
+        }
+    }
+    ::close(fd);
+    wipe_secret(buffer, sizeof buffer);
+    return content;
+}
+
+Result<DecryptionParams> DecryptionParams::from_key(std::span<const std::byte> key) {
+    auto secret = std::make_shared<SecretMaterial>();
+    RL_TRY(parsed, SecretKey::from_bytes(key));
+    secret->key.emplace(std::move(parsed));
+    return DecryptionParams(std::move(secret));
+}
+
+Result<DecryptionParams> DecryptionParams::from_passphrase(std::string_view passphrase) {
+    if (passphrase.empty()) {
+        return fail(errc::invalid_argument, "the passphrase is empty");
+    }
+    auto secret = std::make_shared<SecretMaterial>();
+    secret->passphrase = std::string(passphrase);
+    return DecryptionParams(std::move(secret));
+}
+
+Result<DecryptionParams> DecryptionParams::from_key_file(const std::string& path) {
+    RL_TRY(content, read_secret_file(path, "key"));
+    auto params = from_key(as_bytes(content));
+    wipe_secret(content.data(), content.size());
+    if (!params) {
+        return fail(errc::invalid_argument, path + ": a key file must hold exactly 32 raw bytes, this one holds " +
+                                                std::to_string(content.size()));
+    }
+    return params;
+}
+
+Result<DecryptionParams> DecryptionParams::from_passphrase_file(const std::string& path) {
+    RL_TRY(content, read_secret_file(path, "passphrase"));
+    std::string_view text = content;
+    if (text.ends_with("\r\n")) {
+        text.remove_suffix(2);
+    } else if (text.ends_with('\n')) {
+        text.remove_suffix(1);
+    }
+    auto params = from_passphrase(text);
+    wipe_secret(content.data(), content.size());
+    if (!params) {
+        return fail(errc::invalid_argument, path + ": the passphrase file is empty");
+    }
+    return params;
+}
+
+} // namespace ringload

@@ -4,7 +4,10 @@
 The real tensorizer (PyPI, in the project's .venv) as an independent peer:
   1. a checkpoint written by ringload-synth loads in tensorizer with verify_hash=True, and
      tensorizer's tensors have the same sha256, dtype and shape as `ringload load --sha256`;
-  2. every unencrypted fixture gives the same per-tensor sha256 in tensorizer and ringload.
+  2. every unencrypted fixture gives the same per-tensor sha256 in tensorizer and ringload;
+  3. files tensorizer encrypts now (a random key, a passphrase with fresh Argon2id salt, a
+     tensor over several 2 MiB cipher chunks, bf16, meta) decrypt in ringload to tensorizer's
+     values, and a wrong key is refused.
 Exits 77 (skipped, with the reason) where tensorizer cannot be imported.
 """
 import hashlib
@@ -16,7 +19,8 @@ import tempfile
 
 try:
     import torch
-    from tensorizer import TensorDeserializer
+    from tensorizer import TensorDeserializer, TensorSerializer
+    from tensorizer import DecryptionParams, EncryptionParams
 except ImportError as error:
     print(f"SKIP: the real tensorizer is not importable here ({error}); run scripts/setup.sh")
     sys.exit(77)
@@ -31,10 +35,10 @@ def check(name, condition, detail=""):
         print(f"FAIL {name}: {detail}")
 
 
-def tensorizer_view(path):
+def tensorizer_view(path, encryption=None):
     """(name or path, dtype, shape, sha256) per tensor in file order, as tensorizer loads them."""
     rows = []
-    d = TensorDeserializer(path, device="cpu", lazy_load=True, verify_hash=True)
+    d = TensorDeserializer(path, device="cpu", lazy_load=True, verify_hash=True, encryption=encryption)
     for _idx, _type, name, tensor in d.read_tensors():
         dtype, tensor = tensor.dtype, tensor.detach().contiguous()
         if dtype in (torch.bfloat16, torch.complex32):  # numpy has neither: hash the raw bits
@@ -45,8 +49,8 @@ def tensorizer_view(path):
     return rows
 
 
-def ringload_view(path):
-    out = subprocess.run([RINGLOAD, "load", path, "--json", "--sha256", "--verify"], capture_output=True,
+def ringload_view(path, *extra):
+    out = subprocess.run([RINGLOAD, "load", path, "--json", "--sha256", "--verify", *extra], capture_output=True,
                          text=True, timeout=300, check=True)
     return [(t["path"], t["dtype"], t["shape"], t["sha256"]) for t in json.loads(out.stdout)["tensors"]]
 
@@ -70,6 +74,44 @@ for entry in index["files"]:
     check(f"{entry['file']} count", len(theirs) == len(ours))
     for t, o in zip(theirs, ours):
         check(f"{entry['file']} {t[0]}", t[3] == o[3] and t[2] == o[2], f"{t} != {o}")
+
+with tempfile.TemporaryDirectory() as tmp:
+    generator = torch.Generator().manual_seed(11)
+    state = {
+        "big": torch.randn(1 << 20, generator=generator),  # 4 MiB: two full cipher chunks
+        "odd": torch.randn(3, 700_001, generator=generator),  # 8.4 MB: a short last chunk
+        "half": torch.randn(64, 33, generator=generator).to(torch.bfloat16),
+        "small": torch.arange(7, dtype=torch.int64),
+        "ghost": torch.empty(5, 4, device="meta"),
+    }
+    key_file = os.path.join(tmp, "key")
+    pass_file = os.path.join(tmp, "pass")
+    passphrase = "interop passphrase \u2713"
+    with open(pass_file, "w", encoding="utf-8") as f:
+        f.write(passphrase + "\n")
+    random_key = EncryptionParams.random()
+    with open(key_file, "wb") as f:
+        f.write(random_key.key)
+    cases = [
+        ("key", random_key, DecryptionParams.from_key(random_key.key), ["--key-file", key_file]),
+        ("passphrase", EncryptionParams.from_string(passphrase, opslimit=2, memlimit=64 << 20),
+         DecryptionParams.from_string(passphrase), ["--passphrase-file", pass_file]),
+    ]
+    for label, encryption, decryption, args in cases:
+        path = os.path.join(tmp, f"enc_{label}.tensors")
+        serializer = TensorSerializer(path, encryption=encryption)
+        serializer.write_state_dict(state)
+        serializer.close()
+        theirs, ours = tensorizer_view(path, decryption), ringload_view(path, *args)
+        check(f"encrypted {label} count", len(theirs) == len(ours) == len(state), f"{len(theirs)} vs {len(ours)}")
+        for t, o in zip(theirs, ours):
+            check(f"encrypted {label} {t[0]}", t == o, f"tensorizer {t} != ringload {o}")
+    wrong = os.path.join(tmp, "wrong")
+    with open(wrong, "wb") as f:
+        f.write(bytes(32))
+    out = subprocess.run([RINGLOAD, "load", os.path.join(tmp, "enc_key.tensors"), "--key-file", wrong],
+                         capture_output=True, text=True, timeout=300)
+    check("encrypted wrong key refused", out.returncode != 0 and "decryption failed" in out.stderr, out.stderr)
 
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

@@ -18,15 +18,6 @@ namespace {
 
 using testing::tensorizer_dir;
 
-std::vector<std::string> fixture_files() {
-    std::vector<std::string> files;
-    const auto index = testing::read_json(tensorizer_dir() / "index.json");
-    for (const auto& entry : index["files"]) {
-        files.push_back(entry["file"].get<std::string>());
-    }
-    return files;
-}
-
 nlohmann::json expected_path(const nlohmann::json& tensor) {
     return tensor["path"];
 }
@@ -116,7 +107,7 @@ void check_fixture(const std::string& file) {
 
 // One test over every file of index.json, so that a new fixture is never silently left out.
 TEST(TensorizerFixtures, EveryFixtureLoadsWithItsManifestsValues) {
-    const auto files = fixture_files();
+    const auto files = testing::tensorizer_fixture_files();
     ASSERT_GE(files.size(), 15u);
     for (const auto& file : files) {
         SCOPED_TRACE(file);

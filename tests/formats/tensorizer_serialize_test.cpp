@@ -17,15 +17,6 @@
 namespace ringload::tensorizer {
 namespace {
 
-std::vector<std::string> fixture_files() {
-    std::vector<std::string> files;
-    const auto index = testing::read_json(testing::tensorizer_dir() / "index.json");
-    for (const auto& entry : index["files"]) {
-        files.push_back(entry["file"].get<std::string>());
-    }
-    return files;
-}
-
 std::vector<std::byte> slice(const std::vector<std::byte>& bytes, std::uint64_t begin, std::uint64_t end) {
     return {bytes.begin() + static_cast<long>(begin), bytes.begin() + static_cast<long>(end)};
 }
@@ -94,7 +85,7 @@ void check_file(const std::string& file) {
 }
 
 TEST(TensorizerSerialize, RebuildsEveryFixturesHeadersIndexAndFileHeaderByteForByte) {
-    const auto files = fixture_files();
+    const auto files = testing::tensorizer_fixture_files();
     ASSERT_GE(files.size(), 15u);
     for (const auto& file : files) {
         SCOPED_TRACE(file);

@@ -32,6 +32,16 @@ inline nlohmann::json read_json(const std::filesystem::path& path) {
     return nlohmann::json::parse(in);
 }
 
+// The valid fixtures listed in tests/data/tensorizer/index.json, in its order.
+inline std::vector<std::string> tensorizer_fixture_files() {
+    std::vector<std::string> files;
+    const auto index = read_json(tensorizer_dir() / "index.json");
+    for (const auto& entry : index["files"]) {
+        files.push_back(entry["file"].get<std::string>());
+    }
+    return files;
+}
+
 inline std::string hex_of(const std::string& bytes) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;

@@ -15,6 +15,16 @@ bool same_params(const Argon2idParams& a, const Argon2idParams& b) {
 
 } // namespace
 
+Result<CryptInfo> crypt_info_to_decrypt(std::span<const std::byte> header_bytes, const TensorHeader& header,
+                                        std::uint64_t data_length_bytes) {
+    RL_TRY(crypt, parse_crypt_info(header_bytes.subspan(header.crypt_offset_bytes, header.crypt_length_bytes),
+                                   data_length_bytes));
+    if (!crypt.encrypted() && data_length_bytes > 0) {
+        return fail(errc::not_encrypted_key_given, "the tensor is not encrypted, but a key or passphrase was given");
+    }
+    return crypt;
+}
+
 KeyResolver KeyResolver::with_key(SecretKey key) {
     KeyResolver resolver;
     resolver.raw_key_.emplace(std::move(key));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "formats/tensorizer/crypt_info.hpp"
+#include "formats/tensorizer/tensor_header.hpp"
 #include "ringload/engine/secretbox.hpp"
 
 #include <memory>
@@ -22,6 +23,12 @@
 #include <vector>
 
 namespace ringload::tensorizer {
+
+// The crypt info of a tensor read with a key, from its complete header. A tensor with data
+// but no cipher record is errc::not_encrypted_key_given (tensorizer: "Tensor is not encrypted,
+// but decryption was requested"); one without data (meta) may have an empty block.
+Result<CryptInfo> crypt_info_to_decrypt(std::span<const std::byte> header_bytes, const TensorHeader& header,
+                                        std::uint64_t data_length_bytes);
 
 class KeyResolver {
 public:

@@ -62,6 +62,25 @@ std::uint64_t overlap_length(std::uint64_t begin, std::uint64_t end, const Ciphe
     return to > from ? to - from : 0;
 }
 
+// Counts data bytes [begin, end) as received (the mutex held, the cipher known) and appends the
+// chunks they complete. Only the chunks the range touches are visited: the first by division.
+void count_received(LoadGraph::TensorLoad::Decryption& decryption, std::uint64_t data_length, std::uint64_t begin,
+                    std::uint64_t end, std::vector<std::size_t>& complete) {
+    const std::size_t chunk_count = decryption.missing.size();
+    std::size_t first = chunk_count == 1 ? 0 : static_cast<std::size_t>(begin / decryption.cipher.chunk_size_bytes);
+    for (std::size_t i = first; i < chunk_count; ++i) {
+        CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
+        if (chunk.offset_bytes >= end) {
+            break;
+        }
+        std::uint64_t overlap = overlap_length(begin, end, chunk);
+        decryption.missing[i] -= std::min(overlap, decryption.missing[i]);
+        if (decryption.missing[i] == 0 && overlap > 0) {
+            complete.push_back(i);
+        }
+    }
+}
+
 } // namespace
 
 Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::vector<TensorDestination> destinations,
@@ -178,16 +197,9 @@ Result<void> LoadGraph::on_header_complete(TensorLoad& load) {
 }
 
 Result<void> LoadGraph::prepare_decryption(TensorLoad& load) {
-    const TensorHeader& header = *load.header;
-    auto block =
-        std::span<const std::byte>(load.header_bytes).subspan(header.crypt_offset_bytes, header.crypt_length_bytes);
-    auto crypt = parse_crypt_info(block, load.info->data_length_bytes);
+    auto crypt = crypt_info_to_decrypt(load.header_bytes, *load.header, load.info->data_length_bytes);
     if (!crypt) {
         return tensor_error(load, crypt.error());
-    }
-    if (!crypt->encrypted() && load.info->data_length_bytes > 0) {
-        return tensor_error(load, fail(errc::not_encrypted_key_given,
-                                       "the tensor is not encrypted, but a key or passphrase was given"));
     }
     const SecretKey* key = nullptr;
     if (crypt->encrypted()) {
@@ -219,12 +231,7 @@ Result<void> LoadGraph::prepare_decryption(TensorLoad& load) {
         }
         decryption.ready = true;
         for (auto [begin, end] : decryption.early) {
-            for (std::size_t i = 0; i < chunk_count; ++i) {
-                std::uint64_t overlap = overlap_length(begin, end, cipher_chunk(decryption.cipher, data_length, i));
-                if (overlap > 0 && (decryption.missing[i] -= std::min(overlap, decryption.missing[i])) == 0) {
-                    complete.push_back(i);
-                }
-            }
+            count_received(decryption, data_length, begin, end, complete);
         }
         decryption.early.clear();
     }
@@ -241,21 +248,7 @@ void LoadGraph::on_ciphertext(TensorLoad& load, std::uint64_t begin, std::uint64
             decryption.early.emplace_back(begin, end);
             return;
         }
-        const std::uint64_t data_length = load.info->data_length_bytes;
-        const std::size_t chunk_count = decryption.missing.size();
-        // Only the chunks this piece touches: the first is found by division.
-        std::size_t first = chunk_count == 1 ? 0 : static_cast<std::size_t>(begin / decryption.cipher.chunk_size_bytes);
-        for (std::size_t i = first; i < chunk_count; ++i) {
-            CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
-            if (chunk.offset_bytes >= end) {
-                break;
-            }
-            std::uint64_t overlap = overlap_length(begin, end, chunk);
-            decryption.missing[i] -= std::min(overlap, decryption.missing[i]);
-            if (decryption.missing[i] == 0 && overlap > 0) {
-                complete.push_back(i);
-            }
-        }
+        count_received(decryption, load.info->data_length_bytes, begin, end, complete);
     }
     decrypt_chunks(load, complete);
 }

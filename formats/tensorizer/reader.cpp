@@ -1,7 +1,6 @@
 // formats/tensorizer/reader.cpp
 #include "formats/tensorizer/reader.hpp"
 
-#include "formats/tensorizer/crypt_info.hpp"
 #include "formats/tensorizer/file_header.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/tensor_header.hpp"
@@ -78,16 +77,9 @@ Task<Result<void>> prepare_keys(Source& source, const Index& index, KeyResolver&
         if (!header) {
             co_return tensor_context(header.error(), source, tensor);
         }
-        auto block =
-            std::span<const std::byte>(header_bytes).subspan(header->crypt_offset_bytes, header->crypt_length_bytes);
-        auto crypt = parse_crypt_info(block, tensor.data_length_bytes);
+        auto crypt = crypt_info_to_decrypt(header_bytes, *header, tensor.data_length_bytes);
         if (!crypt) {
             co_return tensor_context(crypt.error(), source, tensor);
-        }
-        if (!crypt->encrypted()) {
-            co_return tensor_context(
-                fail(errc::not_encrypted_key_given, "the tensor is not encrypted, but a key or passphrase was given"),
-                source, tensor);
         }
         auto key = keys.key_for(*crypt);
         if (!key) {

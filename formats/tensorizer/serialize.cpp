@@ -52,9 +52,9 @@ void put_description(ByteWriter& out, const RecordSpec& spec, bool type_before_n
     }
 }
 
-// Everything before the hash section, and the hash section itself.
-void put_header_front(ByteWriter& out, const RecordSpec& spec, std::uint64_t header_size, const StoredHashes& hashes) {
-    out.le<std::uint64_t>(header_size);
+// Everything before the crypt block: size placeholder, description, hash section.
+void put_header_front(ByteWriter& out, const RecordSpec& spec, const StoredHashes& hashes) {
+    out.le<std::uint64_t>(0); // header_size, patched by serialize_tensor_header
     out.le<std::uint16_t>(spec.module_index);
     put_description(out, spec, true);
     if (encrypted_tensor(spec)) {
@@ -104,15 +104,15 @@ std::vector<std::byte> serialize_tensor_header(const RecordSpec& spec, const Sto
     if (spec.crypt) {
         crypt = serialize_crypt_info(*spec.crypt);
     }
-    // The size field comes first but depends on the rest: measure without it, then write.
-    ByteWriter probe;
-    put_header_front(probe, spec, 0, hashes);
-    const std::uint64_t header_size = probe.take().size() + crypt.size() + 8;
     ByteWriter out;
-    put_header_front(out, spec, header_size, hashes);
+    put_header_front(out, spec, hashes);
     out.append(crypt.data(), crypt.size());
     out.le<std::int64_t>(static_cast<std::int64_t>(spec.data_length));
-    return out.take();
+    // The size field comes first but counts the whole header (itself included): patched last.
+    auto header = out.take();
+    const std::uint64_t header_size = header.size();
+    std::memcpy(header.data(), &header_size, sizeof header_size);
+    return header;
 }
 
 std::vector<std::byte> hash_prefix_of(const RecordSpec& spec) {

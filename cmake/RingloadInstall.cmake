@@ -10,6 +10,7 @@ install(TARGETS ringload ringload_cli EXPORT ringloadTargets
 install(FILES
     bindings/cpp/include/ringload/crypto_params.hpp
     bindings/cpp/include/ringload/ringload.hpp
+    bindings/cpp/include/ringload/serializer.hpp
     engine/include/ringload/dtype.hpp
     engine/include/ringload/error.hpp
     engine/include/ringload/progress.hpp

@@ -11,16 +11,29 @@ void add_key_file_options(CLI::App& command, KeyFileArgs& args, const std::strin
     key->excludes(passphrase);
 }
 
-Result<std::optional<DecryptionParams>> decryption_from(const KeyFileArgs& args) {
+namespace {
+
+template <class Params>
+Result<std::optional<Params>> params_from(const KeyFileArgs& args) {
     if (!args.key_file.empty()) {
-        RL_TRY(params, DecryptionParams::from_key_file(args.key_file));
-        return std::optional<DecryptionParams>(std::move(params));
+        RL_TRY(params, Params::from_key_file(args.key_file));
+        return std::optional<Params>(std::move(params));
     }
     if (!args.passphrase_file.empty()) {
-        RL_TRY(params, DecryptionParams::from_passphrase_file(args.passphrase_file));
-        return std::optional<DecryptionParams>(std::move(params));
+        RL_TRY(params, Params::from_passphrase_file(args.passphrase_file));
+        return std::optional<Params>(std::move(params));
     }
-    return std::optional<DecryptionParams>();
+    return std::optional<Params>();
+}
+
+} // namespace
+
+Result<std::optional<DecryptionParams>> decryption_from(const KeyFileArgs& args) {
+    return params_from<DecryptionParams>(args);
+}
+
+Result<std::optional<EncryptionParams>> encryption_from(const KeyFileArgs& args) {
+    return params_from<EncryptionParams>(args);
 }
 
 } // namespace ringload::cli

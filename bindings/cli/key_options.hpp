@@ -23,5 +23,7 @@ void add_key_file_options(CLI::App& command, KeyFileArgs& args, const std::strin
 
 // Nothing when neither option was given.
 Result<std::optional<DecryptionParams>> decryption_from(const KeyFileArgs& args);
+// For writing: a passphrase's key is derived here (Argon2id, tensorizer's default cost).
+Result<std::optional<EncryptionParams>> encryption_from(const KeyFileArgs& args);
 
 } // namespace ringload::cli

@@ -2,6 +2,7 @@
 //
 // ringload info URI [--json]
 // ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json] ...
+// ringload convert IN OUT [--decrypt-key-file F | ...] [--encrypt-key-file F | ...]
 #include "commands.hpp"
 
 #include "ringload/error.hpp"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     auto run_info = ringload::cli::add_info_command(app);
     auto run_load = ringload::cli::add_load_command(app);
+    auto run_convert = ringload::cli::add_convert_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -31,6 +33,9 @@ int main(int argc, char** argv) {
     try {
         if (app.got_subcommand("info")) {
             return run_info();
+        }
+        if (app.got_subcommand("convert")) {
+            return run_convert();
         }
         return run_load();
     } catch (const std::exception& error) {

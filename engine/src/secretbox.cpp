@@ -106,10 +106,16 @@ Nonce nonce_plus(const Nonce& nonce, std::uint64_t index) noexcept {
 }
 
 Mac seal_in_place(std::span<std::byte> data, const Nonce& nonce, const SecretKey& key) noexcept {
-    Mac mac;
-    auto* bytes = reinterpret_cast<unsigned char*>(data.data());
     // In place is allowed: libsodium documents c == m as supported.
-    crypto_secretbox_detached(bytes, mac.data(), bytes, data.size(), nonce.data(), key.data());
+    return seal_into(data, data, nonce, key);
+}
+
+Mac seal_into(std::span<std::byte> ciphertext, std::span<const std::byte> plaintext, const Nonce& nonce,
+              const SecretKey& key) noexcept {
+    Mac mac;
+    crypto_secretbox_detached(reinterpret_cast<unsigned char*>(ciphertext.data()), mac.data(),
+                              reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(), nonce.data(),
+                              key.data());
     return mac;
 }
 

@@ -80,6 +80,15 @@ Result<FileDType> parse_dtype_string(std::string_view text) {
     return bad_dtype(text, "is not a dtype ringload knows");
 }
 
+bool is_opaque(DType dtype) {
+    for (const auto& row : numpy_rows) {
+        if (row.dtype == dtype) {
+            return false;
+        }
+    }
+    return true;
+}
+
 std::string dtype_string(DType dtype) {
     for (const auto& row : numpy_rows) {
         if (row.dtype == dtype) {

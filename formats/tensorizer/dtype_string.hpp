@@ -21,5 +21,7 @@ Result<FileDType> parse_dtype_string(std::string_view text);
 
 // The inverse, for writers: "<f4", "|b1", "<V2\0torch.bfloat16".
 std::string dtype_string(DType dtype);
+// Whether numpy lacks the type, so that it is stored as an opaque string (bf16, complex32, ...).
+bool is_opaque(DType dtype);
 
 } // namespace ringload::tensorizer

@@ -179,6 +179,16 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
     return {};
 }
 
+std::uint16_t LoadGraph::module_index_of(const TensorInfo& tensor) const {
+    auto it = std::partition_point(loads_.begin(), loads_.end(), [&](const std::unique_ptr<TensorLoad>& load) {
+        return load->record_offset < tensor.record_offset_bytes;
+    });
+    if (it == loads_.end() || (*it)->info != &tensor || !(*it)->header) {
+        return tensor.module_index;
+    }
+    return (*it)->header->module_index;
+}
+
 Result<void> LoadGraph::on_header_complete(TensorLoad& load) {
     auto header = parse_tensor_header(load.header_bytes, index_.encrypted);
     if (!header) {

@@ -54,6 +54,8 @@ public:
     const Plan& plan() const noexcept { return plan_; }
     Result<void> process(const ChunkPtr& chunk) override;
     Result<void> finish() override;
+    // After a successful run: the module_idx the tensor's header holds (the index has none).
+    std::uint16_t module_index_of(const TensorInfo& tensor) const;
 
     struct TensorLoad;
 

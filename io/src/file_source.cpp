@@ -1,6 +1,8 @@
 // io/src/file_source.cpp
 #include "ringload/io/file_source.hpp"
 
+#include "posix_file.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/random_access_file.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -22,42 +24,14 @@
 namespace ringload {
 namespace {
 
-// O_DIRECT needs offsets, lengths and addresses aligned to the logical block size, which is at
-// most 4 KiB on the devices we meet; 4 KiB is always a valid choice.
-constexpr std::size_t direct_alignment_bytes = 4096;
+using posix::direct_aligned;
+using posix::errno_error;
+using posix::FileDescriptor;
+using posix::direct_alignment_bytes;
+
 // Above this fraction of pages cached, buffered reads beat O_DIRECT.
 constexpr double cached_threshold = 0.9;
 constexpr std::size_t pread_threads = 8;
-
-Error errno_error(const std::string& path, const char* what, int error_number) {
-    errc code = error_number == ENOENT ? errc::not_found : errc::io_error;
-    return fail(code, path + ": " + what + ": " + std::strerror(error_number));
-}
-
-class FileDescriptor {
-public:
-    FileDescriptor() = default;
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    FileDescriptor& operator=(FileDescriptor&& other) noexcept {
-        std::swap(fd_, other.fd_);
-        return *this;
-    }
-    ~FileDescriptor() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    int get() const noexcept { return fd_; }
-    int release() noexcept { return std::exchange(fd_, -1); }
-
-private:
-    int fd_ = -1;
-};
-
-bool aligned(std::uint64_t value) {
-    return value % direct_alignment_bytes == 0;
-}
 
 // pread on a blocking thread: the fallback when io_uring is unavailable.
 Task<Result<std::size_t>> pread_task(int fd, std::byte* data, std::size_t length, std::uint64_t offset,
@@ -68,7 +42,7 @@ Task<Result<std::size_t>> pread_task(int fd, std::byte* data, std::size_t length
             co_return static_cast<std::size_t>(n);
         }
         if (errno != EINTR) {
-            co_return errno_error(path, ("read at offset " + std::to_string(offset)).c_str(), errno);
+            co_return errno_error(path, "read at offset " + std::to_string(offset), errno);
         }
     }
 }
@@ -108,8 +82,8 @@ public:
     Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
         std::span<std::byte> dst = target.bytes();
         // A short read inside a slot leaves the rest misaligned: finish it through the page cache.
-        bool use_direct = direct() && aligned(offset_bytes) && aligned(dst.size()) &&
-                          aligned(reinterpret_cast<std::uintptr_t>(dst.data()));
+        bool use_direct = direct() && direct_aligned(offset_bytes) && direct_aligned(dst.size()) &&
+                          direct_aligned(reinterpret_cast<std::uintptr_t>(dst.data()));
         if (!use_io_uring_) {
             int fd = use_direct ? direct_fd_.get() : buffered_fd_.get();
             auto op = asio::co_spawn(*pread_pool_, pread_task(fd, dst.data(), dst.size(), offset_bytes, path_),
@@ -146,21 +120,8 @@ public:
 private:
     bool direct() const noexcept { return direct_fd_.get() >= 0; }
 
-    // Asio's io_uring service keeps one read in flight per I/O object and queues the rest
-    // (boost/asio/detail/impl/io_uring_service.ipp, start_op). One object per ring slot, each
-    // on its own dup of the descriptor, lets every slot's read be in the kernel at once.
     asio::random_access_file& bulk_file(std::uint32_t slot_index, bool use_direct) {
-        auto& files = use_direct ? direct_files_ : buffered_files_;
-        while (files.size() <= slot_index) {
-            int fd = ::dup(use_direct ? direct_fd_.get() : buffered_fd_.get());
-            if (fd < 0) {
-                return buffered_file_; // out of descriptors: share one object (correct, slower)
-            }
-            auto file = std::make_unique<asio::random_access_file>(buffered_file_.get_executor());
-            file->assign(fd);
-            files.push_back(std::move(file));
-        }
-        return *files[slot_index];
+        return (use_direct ? direct_files_ : buffered_files_).for_slot(slot_index);
     }
 
     Result<std::size_t> finish_read(const std::tuple<boost::system::error_code, std::size_t>& done,
@@ -182,24 +143,10 @@ private:
     FileDescriptor direct_fd_;
     bool use_io_uring_ = true;
     asio::random_access_file buffered_file_;
-    std::vector<std::unique_ptr<asio::random_access_file>> direct_files_;   // per slot
-    std::vector<std::unique_ptr<asio::random_access_file>> buffered_files_; // per slot
+    posix::PerSlotFiles direct_files_{buffered_file_, direct_fd_.get()};
+    posix::PerSlotFiles buffered_files_{buffered_file_, buffered_fd_.get()};
     std::unique_ptr<asio::thread_pool> pread_pool_;
 };
-
-bool io_uring_disabled_by_environment() {
-    const char* value = std::getenv("RINGLOAD_DISABLE_IO_URING");
-    return value != nullptr && value[0] != '\0' && value[0] != '0';
-}
-
-void say_once_using_pread() {
-    static std::once_flag said;
-    std::call_once(said, [] {
-        std::fprintf(stderr,
-                     "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
-                     "RINGLOAD_DISABLE_IO_URING?); using pread\n");
-    });
-}
 
 } // namespace
 
@@ -263,10 +210,7 @@ Result<std::unique_ptr<Source>> open_file_source(asio::io_context& loop, const s
         }
         // EINVAL: the filesystem refuses O_DIRECT (tmpfs); read through the page cache.
     }
-    bool use_io_uring = options.allow_io_uring && !io_uring_disabled_by_environment() && io_uring_available();
-    if (!use_io_uring) {
-        say_once_using_pread();
-    }
+    bool use_io_uring = posix::use_io_uring(options.allow_io_uring);
     return std::unique_ptr<Source>(
         new FileSource(loop, path, size_bytes, std::move(buffered), std::move(direct), use_io_uring));
 }

@@ -57,6 +57,34 @@ Result<std::string> read_secret_file(const std::string& path, std::string_view w
     return content;
 }
 
+Result<SecretKey> key_from_file(const std::string& path) {
+    RL_TRY(content, read_secret_file(path, "key"));
+    auto key = SecretKey::from_bytes(as_bytes(content));
+    wipe_secret(content.data(), content.size());
+    if (!key) {
+        return fail(errc::invalid_argument, path + ": a key file must hold exactly 32 raw bytes, this one holds " +
+                                                std::to_string(content.size()));
+    }
+    return key;
+}
+
+Result<std::string> passphrase_from_file(const std::string& path) {
+    RL_TRY(content, read_secret_file(path, "passphrase"));
+    std::size_t length = content.size();
+    if (content.ends_with("\r\n")) {
+        length -= 2;
+    } else if (content.ends_with('\n')) {
+        length -= 1;
+    }
+    if (length == 0) {
+        wipe_secret(content.data(), content.size());
+        return fail(errc::invalid_argument, path + ": the passphrase file is empty");
+    }
+    wipe_secret(content.data() + length, content.size() - length);
+    content.resize(length);
+    return content;
+}
+
 Result<DecryptionParams> DecryptionParams::from_key(std::span<const std::byte> key) {
     auto secret = std::make_shared<SecretMaterial>();
     RL_TRY(parsed, SecretKey::from_bytes(key));
@@ -74,30 +102,63 @@ Result<DecryptionParams> DecryptionParams::from_passphrase(std::string_view pass
 }
 
 Result<DecryptionParams> DecryptionParams::from_key_file(const std::string& path) {
-    RL_TRY(content, read_secret_file(path, "key"));
-    auto params = from_key(as_bytes(content));
-    wipe_secret(content.data(), content.size());
-    if (!params) {
-        return fail(errc::invalid_argument, path + ": a key file must hold exactly 32 raw bytes, this one holds " +
-                                                std::to_string(content.size()));
-    }
-    return params;
+    RL_TRY(key, key_from_file(path));
+    auto secret = std::make_shared<SecretMaterial>();
+    secret->key.emplace(std::move(key));
+    return DecryptionParams(std::move(secret));
 }
 
 Result<DecryptionParams> DecryptionParams::from_passphrase_file(const std::string& path) {
-    RL_TRY(content, read_secret_file(path, "passphrase"));
-    std::string_view text = content;
-    if (text.ends_with("\r\n")) {
-        text.remove_suffix(2);
-    } else if (text.ends_with('\n')) {
-        text.remove_suffix(1);
-    }
-    auto params = from_passphrase(text);
-    wipe_secret(content.data(), content.size());
-    if (!params) {
-        return fail(errc::invalid_argument, path + ": the passphrase file is empty");
-    }
+    RL_TRY(passphrase, passphrase_from_file(path));
+    auto params = from_passphrase(passphrase);
+    wipe_secret(passphrase.data(), passphrase.size());
     return params;
+}
+
+Result<EncryptionParams> EncryptionParams::from_key(std::span<const std::byte> key) {
+    auto secret = std::make_shared<SecretMaterial>();
+    RL_TRY(parsed, SecretKey::from_bytes(key));
+    secret->key.emplace(std::move(parsed));
+    return EncryptionParams(std::move(secret));
+}
+
+EncryptionParams EncryptionParams::random() {
+    auto secret = std::make_shared<SecretMaterial>();
+    secret->key.emplace(SecretKey::random());
+    return EncryptionParams(std::move(secret));
+}
+
+Result<EncryptionParams> EncryptionParams::from_passphrase(std::string_view passphrase, PassphraseCost cost) {
+    if (passphrase.empty()) {
+        return fail(errc::invalid_argument, "the passphrase is empty");
+    }
+    Argon2idParams params;
+    params.opslimit = cost.opslimit;
+    params.memlimit = cost.memlimit_bytes;
+    params.salt = random_salt();
+    RL_TRY(key, derive_key_argon2id(passphrase, params));
+    auto secret = std::make_shared<SecretMaterial>();
+    secret->key.emplace(std::move(key));
+    secret->derivation = params;
+    return EncryptionParams(std::move(secret));
+}
+
+Result<EncryptionParams> EncryptionParams::from_key_file(const std::string& path) {
+    RL_TRY(key, key_from_file(path));
+    auto secret = std::make_shared<SecretMaterial>();
+    secret->key.emplace(std::move(key));
+    return EncryptionParams(std::move(secret));
+}
+
+Result<EncryptionParams> EncryptionParams::from_passphrase_file(const std::string& path, PassphraseCost cost) {
+    RL_TRY(passphrase, passphrase_from_file(path));
+    auto params = from_passphrase(passphrase, cost);
+    wipe_secret(passphrase.data(), passphrase.size());
+    return params;
+}
+
+std::span<const std::byte> EncryptionParams::key() const noexcept {
+    return {reinterpret_cast<const std::byte*>(secret_->key->data()), SecretKey::size_bytes};
 }
 
 } // namespace ringload

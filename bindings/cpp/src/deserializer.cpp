@@ -8,10 +8,10 @@
 #include "ringload/engine/hashes.hpp"
 #include "ringload/host_arena.hpp"
 #include "ringload/io/file_source.hpp"
+#include "run_on_loop.hpp"
 #include "secret_material.hpp"
 #include "uri.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
@@ -19,27 +19,6 @@
 
 namespace ringload {
 namespace {
-
-// Runs one task to completion on the loop (the calling thread drives all I/O).
-template <class T>
-Result<T> run_on_loop(asio::io_context& loop, Task<Result<T>> task) {
-    std::optional<Result<T>> out;
-    asio::co_spawn(loop, std::move(task), [&out](std::exception_ptr error, Result<T> result) {
-        if (error) {
-            try {
-                std::rethrow_exception(error);
-            } catch (const std::exception& e) {
-                out.emplace(fail(errc::io_error, std::string("internal error: ") + e.what()));
-            }
-        } else {
-            out.emplace(std::move(result));
-        }
-    });
-    loop.restart();
-    loop.run();
-    RL_ASSERT(out.has_value(), "the loop stopped before the task finished");
-    return std::move(*out);
-}
 
 FileReadMode file_read_mode(ReadMode mode) {
     switch (mode) {
@@ -158,7 +137,8 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     model.bytes_read = stats.bytes_read;
     model.how = impl_->source->describe();
     for (std::size_t k = 0; k < selected.size(); ++k) {
-        const TensorInfo& info = index.tensors[selected[k]];
+        TensorInfo info = index.tensors[selected[k]];
+        info.module_index = graph->module_index_of(index.tensors[selected[k]]);
         model.tensors.push_back({info, {arena->data() + arena_offsets[k], info.byte_length}, {}});
         model.bytes += info.byte_length;
     }

@@ -15,6 +15,9 @@ namespace ringload {
 struct SecretMaterial {
     std::optional<SecretKey> key;
     std::string passphrase;
+    // EncryptionParams from a passphrase: the key above was derived with these, and every
+    // encrypted tensor records them so that readers can derive it again.
+    std::optional<Argon2idParams> derivation;
 
     SecretMaterial() = default;
     SecretMaterial(const SecretMaterial&) = delete;
@@ -24,5 +27,8 @@ struct SecretMaterial {
 
 // Reads a whole secret file (keys and passphrases are small: refuses more than 64 KiB).
 Result<std::string> read_secret_file(const std::string& path, std::string_view what);
+// A key file (exactly 32 raw bytes) and a passphrase file (one trailing newline dropped).
+Result<SecretKey> key_from_file(const std::string& path);
+Result<std::string> passphrase_from_file(const std::string& path);
 
 } // namespace ringload

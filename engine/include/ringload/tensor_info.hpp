@@ -7,7 +7,9 @@
 
 #include "ringload/dtype.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -48,6 +50,21 @@ struct Index {
     std::vector<TensorInfo> tensors; // in file order
 
     std::uint64_t total_tensor_bytes() const noexcept;
+};
+
+// A tensor for a writer: its name, type, and where its bytes are (host memory, C order,
+// little-endian, numel * itemsize bytes). The caller keeps the bytes alive and unchanged until
+// the write returns.
+struct TensorToWrite {
+    // A flat state dict key is one string ({"wte.weight"}); a nested state dict gives the path
+    // of keys and list indexes ({"model", "layers", 0, "weight"}).
+    std::vector<PathComponent> path;
+    DType dtype = DType::float32;
+    std::vector<std::uint64_t> shape; // empty for a 0-d tensor
+    std::span<const std::byte> bytes; // ignored for a meta tensor
+    bool is_meta = false;             // shape and dtype only: readers get zeros
+    std::uint16_t module_index = 0;   // tensorizer extras, kept by round trips
+    std::uint8_t tensor_type = 0;     // 0 parameter, 1 buffer, 2 state dict entry
 };
 
 } // namespace ringload

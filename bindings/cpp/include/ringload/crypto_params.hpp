@@ -2,6 +2,7 @@
 //
 // Keys for encrypted tensorizer files, as tensorizer's DecryptionParams / EncryptionParams:
 // a raw 32-byte key, or a passphrase stretched with Argon2id (libsodium's crypto_pwhash).
+// EncryptionParams are for writing (WriteOptions::encryption, serializer.hpp).
 //
 //     RL_TRY(decryption, ringload::DecryptionParams::from_passphrase_file("/run/secrets/model-pass"));
 //     ringload::OpenOptions options;
@@ -40,6 +41,32 @@ public:
 
 private:
     explicit DecryptionParams(std::shared_ptr<const SecretMaterial> secret) : secret_(std::move(secret)) {}
+    std::shared_ptr<const SecretMaterial> secret_;
+};
+
+// The cost of deriving a key from a passphrase (Argon2id). tensorizer's defaults
+// (OpsLimit.MODERATE, MemLimit.MODERATE): about 0.5 to 1 s and 256 MiB, once per file.
+struct PassphraseCost {
+    std::uint64_t opslimit = 3;
+    std::uint64_t memlimit_bytes = 256 << 20;
+};
+
+class EncryptionParams {
+public:
+    // Exactly 32 bytes.
+    static Result<EncryptionParams> from_key(std::span<const std::byte> key);
+    // A fresh key from libsodium's generator: save key(), it is the only way to read the file.
+    static EncryptionParams random();
+    // Derives the key now, with a random salt; the file records the salt and the cost.
+    static Result<EncryptionParams> from_passphrase(std::string_view passphrase, PassphraseCost cost = {});
+    static Result<EncryptionParams> from_key_file(const std::string& path);
+    static Result<EncryptionParams> from_passphrase_file(const std::string& path, PassphraseCost cost = {});
+
+    std::span<const std::byte> key() const noexcept;
+    const SecretMaterial& secret() const noexcept { return *secret_; }
+
+private:
+    explicit EncryptionParams(std::shared_ptr<const SecretMaterial> secret) : secret_(std::move(secret)) {}
     std::shared_ptr<const SecretMaterial> secret_;
 };
 

@@ -18,6 +18,7 @@
 #include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
 #include "ringload/progress.hpp"
+#include "ringload/serializer.hpp"
 #include "ringload/tensor_info.hpp"
 
 #include <cstddef>

@@ -65,6 +65,10 @@ Nonce nonce_plus(const Nonce& nonce, std::uint64_t index) noexcept;
 
 // Encrypts `data` in place and returns its MAC.
 Mac seal_in_place(std::span<std::byte> data, const Nonce& nonce, const SecretKey& key) noexcept;
+// Encrypts `plaintext` into `ciphertext` (same size; the same memory, or not overlapping at
+// all) and returns its MAC: a writer seals straight from the caller's tensor into a slot.
+Mac seal_into(std::span<std::byte> ciphertext, std::span<const std::byte> plaintext, const Nonce& nonce,
+              const SecretKey& key) noexcept;
 // Checks the MAC first; only then decrypts `data` in place. False (data untouched) on mismatch.
 [[nodiscard]] bool open_in_place(std::span<std::byte> data, const Mac& mac, const Nonce& nonce,
                                  const SecretKey& key) noexcept;

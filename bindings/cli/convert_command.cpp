@@ -1,0 +1,99 @@
+// bindings/cli/convert_command.cpp
+//
+// `ringload convert IN OUT [--decrypt-key-file F | --decrypt-passphrase-file F]
+//                          [--encrypt-key-file F | --encrypt-passphrase-file F]`:
+// tensorizer -> tensorizer, to add, change or remove encryption. Loads IN into host memory
+// (hashes verified unless --verify false), then writes OUT through the engine; OUT appears only
+// when complete.
+#include "commands.hpp"
+#include "key_options.hpp"
+#include "progress_bar.hpp"
+
+#include "ringload/ringload.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace ringload::cli {
+namespace {
+
+struct ConvertArgs {
+    std::string input;
+    std::string output;
+    bool verify = true;
+    KeyFileArgs decrypt;
+    KeyFileArgs encrypt;
+};
+
+double gigabytes_per_second(std::uint64_t bytes, double seconds) {
+    return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+int run_convert(const ConvertArgs& args) {
+    auto decryption = decryption_from(args.decrypt);
+    if (!decryption) {
+        return report_error(decryption.error().message());
+    }
+    auto encryption = encryption_from(args.encrypt);
+    if (!encryption) {
+        return report_error(encryption.error().message());
+    }
+    OpenOptions open_options;
+    open_options.decryption = std::move(*decryption);
+    auto opened = Deserializer::open(args.input, std::move(open_options));
+    if (!opened) {
+        return report_error(opened.error().message());
+    }
+    ProgressBar bar;
+    LoadOptions load_options;
+    load_options.verify_hashes = args.verify;
+    if (bar.enabled()) {
+        load_options.progress = [&bar](const Progress& progress) { bar.update(progress); };
+    }
+    auto loaded = opened->load(load_options);
+    if (!loaded) {
+        return report_error(loaded.error().message());
+    }
+
+    std::vector<TensorToWrite> tensors;
+    tensors.reserve(loaded->tensors.size());
+    for (const auto& tensor : loaded->tensors) {
+        const TensorInfo& info = tensor.info;
+        tensors.push_back({info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index,
+                           info.tensor_type});
+    }
+    WriteOptions write_options;
+    write_options.encryption = std::move(*encryption);
+    ProgressBar write_bar;
+    if (write_bar.enabled()) {
+        write_options.progress = [&write_bar](const Progress& progress) { write_bar.update(progress); };
+    }
+    auto written = write_tensorizer(args.output, tensors, write_options);
+    if (!written) {
+        return report_error(written.error().message());
+    }
+    std::printf("read %s: %zu tensors, %llu bytes in %.3f s (%.2f GB/s, %s)\n", args.input.c_str(),
+                loaded->tensors.size(), static_cast<unsigned long long>(loaded->bytes), loaded->seconds,
+                gigabytes_per_second(loaded->bytes, loaded->seconds), loaded->how.c_str());
+    std::printf("wrote %s: data version %u%s, %llu bytes in %.3f s (%.2f GB/s, %s)\n", args.output.c_str(),
+                written->data_version, write_options.encryption ? ", encrypted" : "",
+                static_cast<unsigned long long>(written->file_bytes), written->seconds,
+                gigabytes_per_second(written->file_bytes, written->seconds), written->how.c_str());
+    return 0;
+}
+
+} // namespace
+
+Run add_convert_command(CLI::App& app) {
+    auto args = std::make_shared<ConvertArgs>();
+    auto* command =
+        app.add_subcommand("convert", "Rewrite a tensorizer file: add, change or remove encryption");
+    command->add_option("input", args->input, "Tensorizer file to read")->required();
+    command->add_option("output", args->output, "Tensorizer file to write (replaced only when complete)")->required();
+    command->add_option("--verify", args->verify, "Check the input's stored hashes (true/false, default true)");
+    add_key_file_options(*command, args->decrypt, "decrypt-", "to decrypt the input with");
+    add_key_file_options(*command, args->encrypt, "encrypt-", "to encrypt the output with");
+    return [args] { return run_convert(*args); };
+}
+
+} // namespace ringload::cli

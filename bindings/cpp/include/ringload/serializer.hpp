@@ -1,0 +1,53 @@
+// bindings/cpp/include/ringload/serializer.hpp
+//
+// Writing tensorizer files, byte-compatible with CoreWeave's tensorizer (2.11.1):
+//
+//     std::vector<ringload::TensorToWrite> tensors;
+//     tensors.push_back({{"wte.weight"}, ringload::DType::float16, {50257, 1600}, wte_bytes});
+//     ringload::WriteOptions options;
+//     options.encryption = ringload::EncryptionParams::from_key_file("/run/secrets/model-key").value();
+//     auto written = ringload::write_tensorizer("/models/gpt2.tensors", tensors, options);
+//
+// The file appears under its name only when complete and on disk: until then the bytes go to an
+// unnamed temporary file in the same directory, and a failed, cancelled or killed write leaves
+// the previous file (if any) as it was and nothing else behind. The data version is the lowest
+// the content needs (1; 2 for bf16 and other types numpy lacks; 3 encrypted; 4 meta tensors).
+// Thread: blocking; distinct calls are independent.
+#pragma once
+
+#include "ringload/crypto_params.hpp"
+#include "ringload/error.hpp"
+#include "ringload/progress.hpp"
+#include "ringload/tensor_info.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ringload {
+
+struct WriteOptions {
+    std::optional<EncryptionParams> encryption; // XSalsa20-Poly1305 in 2 MiB chunks
+    std::uint32_t slot_count = 32;              // ring slots: writes in flight
+    std::size_t slot_size_bytes = 4 << 20;      // bytes per write (a multiple of 4096)
+    std::size_t worker_threads = 0;             // 0: one per available core
+    ProgressCallback progress;
+    const CancelToken* cancel = nullptr;
+};
+
+struct WriteSummary {
+    std::uint64_t file_bytes = 0;
+    std::uint64_t tensor_bytes = 0; // data bytes stored (meta tensors store none)
+    std::uint32_t data_version = 0;
+    double seconds = 0; // until the file is durable and in place
+    std::string how;    // "O_DIRECT io_uring", ...
+};
+
+// A local path or file:// URI. The tensors' bytes must stay alive and unchanged during the call.
+Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                      const WriteOptions& options = {});
+
+} // namespace ringload

@@ -1,0 +1,69 @@
+// bindings/cpp/src/serializer.cpp
+#include "ringload/serializer.hpp"
+
+#include "formats/tensorizer/write_graph.hpp"
+#include "ringload/engine/write_executor.hpp"
+#include "ringload/io/file_sink.hpp"
+#include "run_on_loop.hpp"
+#include "secret_material.hpp"
+#include "uri.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+
+namespace ringload {
+namespace {
+
+std::optional<tensorizer::WriteEncryption> write_encryption(const std::optional<EncryptionParams>& params) {
+    if (!params) {
+        return std::nullopt;
+    }
+    const SecretMaterial& secret = params->secret();
+    tensorizer::WriteEncryption encryption{*secret.key, std::nullopt};
+    if (secret.derivation) {
+        tensorizer::KeyDerivationRecord record;
+        record.params = *secret.derivation;
+        encryption.key_derivation = record;
+    }
+    return encryption;
+}
+
+} // namespace
+
+Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                      const WriteOptions& options) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    RL_TRY(path, local_path_of(uri));
+    const auto encryption = write_encryption(options.encryption);
+    RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path));
+
+    // Declared in this order so that the ring and the sink go before the loop they use.
+    asio::io_context loop{1};
+    RL_TRY(sink, create_file_sink(loop, path));
+    RL_TRY(ring, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
+    if (sink->uses_io_uring()) {
+        ring->register_with_io_uring(); // false is fine: plain buffers then
+    }
+    WorkerPool pool(options.worker_threads);
+    RunControls controls;
+    controls.cancel = options.cancel;
+    controls.progress = options.progress;
+    controls.progress_tensors_total = tensors.size();
+    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, graph->plan(), *graph, controls)));
+    (void)stats;
+    RL_TRY_VOID(graph->write_headers(
+        [&sink](std::uint64_t offset, std::span<const std::byte> bytes) { return sink->patch(offset, bytes); }));
+    RL_TRY_VOID(sink->commit(graph->plan().length_bytes));
+
+    WriteSummary summary;
+    summary.file_bytes = graph->plan().length_bytes;
+    summary.tensor_bytes = graph->tensor_bytes();
+    summary.data_version = graph->data_version();
+    summary.how = sink->describe();
+    summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return summary;
+}
+
+} // namespace ringload

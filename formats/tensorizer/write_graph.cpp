@@ -1,0 +1,377 @@
+// formats/tensorizer/write_graph.cpp
+#include "formats/tensorizer/write_graph.hpp"
+
+#include "formats/tensorizer/dtype_string.hpp"
+#include "formats/tensorizer/file_header.hpp"
+#include "formats/tensorizer/tensor_name.hpp"
+#include "ringload/engine/hashes.hpp"
+#include "ringload/engine/stream_copy.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace ringload::tensorizer {
+namespace {
+
+constexpr std::uint64_t page_bytes = 4096;
+constexpr std::size_t sentinel_bytes = 8;
+// Hashes read a tensor in blocks this size, CRC32 then SHA-256, so that the second pass hits
+// the cache instead of memory.
+constexpr std::size_t hash_block_bytes = 256 << 10;
+
+std::uint64_t align_down(std::uint64_t value) {
+    return value / page_bytes * page_bytes;
+}
+
+bool starts_with_marker(const PathComponent& component) {
+    const auto* text = std::get_if<std::string>(&component);
+    return text != nullptr && !text->empty() && (*text)[0] == structured_name_marker;
+}
+
+// A flat key is stored as plain UTF-8, a path as 0x1E + JSON. tensorizer writes a flat key
+// that starts with 0x1E verbatim, and then reads it back as a path (quirks/): we store such a
+// key as a one-element path, which reads back as that key.
+std::string stored_name(const std::vector<PathComponent>& path) {
+    if (path.size() == 1 && std::holds_alternative<std::string>(path[0]) && !starts_with_marker(path[0])) {
+        return std::get<std::string>(path[0]);
+    }
+    return encode_structured_name(path);
+}
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+    }
+    return text + "]";
+}
+
+// numel * itemsize, or nothing on overflow.
+std::optional<std::uint64_t> byte_length_of(const TensorToWrite& tensor) {
+    std::uint64_t count = 1;
+    for (auto dim : tensor.shape) {
+        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
+            return std::nullopt;
+        }
+        count *= dim;
+    }
+    const std::uint64_t size = itemsize(tensor.dtype);
+    if (count != 0 && size > std::numeric_limits<std::uint64_t>::max() / count) {
+        return std::nullopt;
+    }
+    return count * size;
+}
+
+} // namespace
+
+struct WriteGraph::Record {
+    const TensorToWrite* tensor = nullptr;
+    std::string display_name;
+    RecordSpec spec;
+    bool stored_as_zeros = false; // a meta tensor of an opaque dtype (see the header comment)
+    std::uint64_t header_offset = 0;
+    std::uint64_t data_offset = 0;
+    std::vector<std::byte> header;      // with zero hash values and MACs
+    std::vector<std::byte> hash_prefix; // H'
+    std::vector<Mac> macs;              // one per cipher chunk, filled as chunks are sealed
+    StoredHashes hashes;                // filled by the record's side job
+
+    bool encrypted() const { return spec.crypt && spec.crypt->encrypted(); }
+};
+
+struct WriteGraph::PieceSource {
+    enum class Kind : std::uint8_t { preamble, header, data, cipher_chunk, sentinel };
+    Kind kind = Kind::preamble;
+    std::size_t record = 0;
+    std::size_t chunk = 0;
+};
+
+WriteGraph::WriteGraph() = default;
+WriteGraph::~WriteGraph() = default;
+
+namespace {
+
+Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const WriteEncryption* encryption,
+                                           bool& any_meta, std::vector<TensorInfo>& names) {
+    WriteGraph::Record record;
+    record.tensor = &tensor;
+    TensorInfo info;
+    info.path = tensor.path;
+    if (!tensor.path.empty()) {
+        info.name = stored_name(tensor.path);
+    }
+    record.display_name = info.display_name();
+    const std::string which = "tensor '" + record.display_name + "'";
+    if (tensor.path.empty()) {
+        return fail(errc::invalid_tensor_name, "a tensor without a name");
+    }
+    auto byte_length = byte_length_of(tensor);
+    if (!byte_length) {
+        return fail(errc::invalid_argument, which + ": shape " + shape_text(tensor.shape) + " is too large");
+    }
+    const bool empty = *byte_length == 0;
+    if (empty && is_opaque(tensor.dtype)) {
+        return fail(errc::unsupported,
+                    which + ": a zero-element " + std::string(torch_name(tensor.dtype)) +
+                        " tensor: tensorizer cannot read a file holding one (it fails on the opaque dtype "
+                        "string of any tensor without data), so it is not written");
+    }
+    const bool meta = tensor.is_meta && !empty;
+    if (!tensor.is_meta && tensor.bytes.size() != *byte_length) {
+        return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) + " bytes given, but " +
+                                                std::string(torch_name(tensor.dtype)) + " of shape " +
+                                                shape_text(tensor.shape) + " has " + std::to_string(*byte_length));
+    }
+    RecordSpec& spec = record.spec;
+    spec.name = info.name;
+    spec.dtype = tensor.dtype;
+    spec.shape = tensor.shape;
+    spec.module_index = tensor.module_index;
+    spec.tensor_type = tensor.tensor_type;
+    if (meta && is_opaque(tensor.dtype)) {
+        record.stored_as_zeros = true; // tensorizer cannot read an opaque meta tensor back
+    }
+    spec.data_length = (meta && !record.stored_as_zeros) ? 0 : *byte_length;
+    any_meta = any_meta || (meta && !record.stored_as_zeros);
+    if (encryption != nullptr) {
+        // Tensors without data (meta, zero-element) get an empty block, as tensorizer's meta
+        // tensors do: there is nothing to seal.
+        CryptInfo crypt;
+        if (spec.data_length > 0) {
+            crypt.key_derivation = encryption->key_derivation;
+            CipherRecord cipher;
+            cipher.chunk_size_bytes = encryption->chunk_size_bytes;
+            cipher.initial_nonce = random_nonce();
+            cipher.macs.resize(cipher_chunk_count_for(spec.data_length, cipher.chunk_size_bytes));
+            crypt.cipher = std::move(cipher);
+        }
+        spec.crypt = std::move(crypt);
+    }
+    auto checked = check_record_spec(spec);
+    if (!checked) {
+        return fail(checked.error().code, which + ": " + checked.error().detail);
+    }
+    if (record.encrypted()) {
+        record.macs.resize(spec.crypt->cipher->macs.size());
+    }
+    names.push_back(std::move(info));
+    return record;
+}
+
+} // namespace
+
+Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors,
+                                                       const WriteEncryption* encryption, std::string target_name) {
+    auto graph = std::make_unique<WriteGraph>();
+    graph->target_ = std::move(target_name);
+    graph->encryption_ = encryption;
+    const std::string& target = graph->target_;
+    if (tensors.empty()) {
+        return fail(errc::invalid_argument, target + ": no tensors to write (a tensorizer file holds at least one)");
+    }
+    if (encryption != nullptr && encryption->chunk_size_bytes == 0) {
+        return fail(errc::invalid_argument, target + ": a cipher chunk size of 0");
+    }
+
+    bool any_meta = false;
+    bool any_opaque = false;
+    std::vector<TensorInfo> names;
+    std::uint64_t entries_bytes = 0;
+    for (const auto& tensor : tensors) {
+        auto record = describe_record(tensor, encryption, any_meta, names);
+        if (!record) {
+            return with_context(record.error(), target);
+        }
+        any_opaque = any_opaque || is_opaque(tensor.dtype);
+        entries_bytes += index_entry_size(record->spec);
+        graph->records_.push_back(std::move(*record));
+    }
+    auto tree = check_name_tree(names);
+    if (!tree) {
+        return with_context(tree.error(), target);
+    }
+
+    FileSummary& summary = graph->summary_;
+    summary = choose_data_version(encryption != nullptr, any_opaque, any_meta);
+    summary.tensor_count = tensors.size();
+    summary.index_bytes = index_bytes_for(entries_bytes);
+
+    // Layout: records back to back after the index, then the sentinel.
+    std::uint64_t offset = file_header_bytes + summary.index_bytes;
+    std::vector<std::byte> index;
+    for (auto& record : graph->records_) {
+        record.header_offset = offset;
+        record.header = serialize_tensor_header(record.spec, {});
+        record.hash_prefix = hash_prefix_of(record.spec);
+        record.data_offset = offset + record.header.size();
+        offset = record.data_offset + record.spec.data_length;
+        summary.tensor_size_bytes += record.spec.data_length;
+        auto entry = serialize_index_entry(record.spec, record.header_offset);
+        index.insert(index.end(), entry.begin(), entry.end());
+    }
+    graph->preamble_ = serialize_file_header(summary);
+    index.resize(summary.index_bytes);
+    graph->preamble_.insert(graph->preamble_.end(), index.begin(), index.end());
+
+    // Pieces, in file order, and one hashing side job per record.
+    using Kind = PieceSource::Kind;
+    WritePlan& plan = graph->plan_;
+    auto add_piece = [&](std::uint64_t at, std::uint64_t length, bool whole, PieceSource source) {
+        plan.pieces.push_back({at, length, whole, graph->sources_.size()});
+        graph->sources_.push_back(source);
+    };
+    add_piece(0, graph->preamble_.size(), false, {Kind::preamble, 0, 0});
+    for (std::size_t r = 0; r < graph->records_.size(); ++r) {
+        Record& record = graph->records_[r];
+        add_piece(record.header_offset, record.header.size(), false, {Kind::header, r, 0});
+        if (record.encrypted()) {
+            const CipherRecord& cipher = *record.spec.crypt->cipher;
+            for (std::size_t c = 0; c < record.macs.size(); ++c) {
+                CipherChunk chunk = cipher_chunk(cipher, record.spec.data_length, c);
+                add_piece(record.data_offset + chunk.offset_bytes, chunk.length_bytes, true, {Kind::cipher_chunk, r, c});
+            }
+        } else if (record.spec.data_length > 0) {
+            add_piece(record.data_offset, record.spec.data_length, false, {Kind::data, r, 0});
+        }
+        WriteGraph* self = graph.get();
+        plan.side_jobs.push_back({record.header_offset, [self, &record] { return self->hash_record(record); }});
+    }
+    add_piece(offset, sentinel_bytes, false, {Kind::sentinel, 0, 0});
+    plan.length_bytes = offset + sentinel_bytes;
+    return graph;
+}
+
+// The plaintext of a record's data: the caller's bytes, or zeros.
+static void fill_plaintext(const WriteGraph::Record& record, std::uint64_t from, std::span<std::byte> dst) {
+    if (record.stored_as_zeros) {
+        std::memset(dst.data(), 0, dst.size());
+    } else {
+        copy_to_destination(dst.data(), record.tensor->bytes.data() + from, dst.size());
+    }
+}
+
+Result<void> WriteGraph::hash_record(Record& record) {
+    Crc32 crc;
+    Sha256 sha;
+    const bool with_crc = !record.encrypted();
+    crc.update(record.hash_prefix);
+    sha.update(record.hash_prefix);
+    static const std::vector<std::byte> zeros(hash_block_bytes);
+    for (std::uint64_t at = 0; at < record.spec.data_length; at += hash_block_bytes) {
+        const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(hash_block_bytes, record.spec.data_length - at));
+        std::span<const std::byte> block = record.stored_as_zeros ? std::span(zeros).first(length)
+                                                                  : record.tensor->bytes.subspan(at, length);
+        if (with_crc) {
+            crc.update(block);
+        }
+        sha.update(block);
+    }
+    record.hashes.crc32 = with_crc ? crc.value() : 0;
+    record.hashes.sha256 = sha.finish();
+    return {};
+}
+
+Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) {
+    const PieceSource& source = sources_[piece.tag];
+    switch (source.kind) {
+        case PieceSource::Kind::preamble:
+            std::memcpy(dst.data(), preamble_.data() + from, dst.size());
+            return {};
+        case PieceSource::Kind::header:
+            std::memcpy(dst.data(), records_[source.record].header.data() + from, dst.size());
+            return {};
+        case PieceSource::Kind::data:
+            fill_plaintext(records_[source.record], from, dst);
+            return {};
+        case PieceSource::Kind::sentinel:
+            std::memset(dst.data(), 0, dst.size());
+            return {};
+        case PieceSource::Kind::cipher_chunk:
+            break;
+    }
+    return fail(errc::invalid_argument, target_ + ": a cipher chunk cannot be produced in parts");
+}
+
+Result<void> WriteGraph::produce_whole(const WritePiece& piece, std::span<std::byte> first,
+                                       std::span<std::byte> second) {
+    const PieceSource& source = sources_[piece.tag];
+    if (source.kind != PieceSource::Kind::cipher_chunk) {
+        return fail(errc::invalid_argument, target_ + ": only cipher chunks are produced whole");
+    }
+    Record& record = records_[source.record];
+    const CipherRecord& cipher = *record.spec.crypt->cipher;
+    const CipherChunk chunk = cipher_chunk(cipher, record.spec.data_length, source.chunk);
+    const Nonce nonce = nonce_plus(cipher.initial_nonce, source.chunk);
+    const auto length = static_cast<std::size_t>(chunk.length_bytes);
+    if (!second.empty()) {
+        // Straddles two slots: sealed in one piece of scratch, then split.
+        thread_local std::vector<std::byte> scratch;
+        scratch.resize(length);
+        fill_plaintext(record, chunk.offset_bytes, scratch);
+        record.macs[source.chunk] = seal_in_place(scratch, nonce, encryption_->key);
+        std::memcpy(first.data(), scratch.data(), first.size());
+        std::memcpy(second.data(), scratch.data() + first.size(), second.size());
+    } else if (record.stored_as_zeros) {
+        std::memset(first.data(), 0, first.size());
+        record.macs[source.chunk] = seal_in_place(first, nonce, encryption_->key);
+    } else {
+        record.macs[source.chunk] =
+            seal_into(first, record.tensor->bytes.subspan(chunk.offset_bytes, length), nonce, encryption_->key);
+    }
+    return {};
+}
+
+void WriteGraph::window_filled(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
+    const std::uint64_t window_end = offset_bytes + bytes.size();
+    // The first record whose header ends after the window starts.
+    auto it = std::partition_point(records_.begin(), records_.end(), [&](const Record& record) {
+        return record.header_offset + record.header.size() <= offset_bytes;
+    });
+    std::lock_guard lock(pages_mutex_);
+    for (; it != records_.end() && it->header_offset < window_end; ++it) {
+        const std::uint64_t from = std::max(it->header_offset, offset_bytes);
+        const std::uint64_t to = std::min(it->header_offset + it->header.size(), window_end);
+        for (std::uint64_t page = align_down(from); page < to; page += page_bytes) {
+            auto [slot, inserted] = header_pages_.try_emplace(page);
+            if (!inserted) {
+                continue;
+            }
+            // Pages never straddle windows (slots are whole pages); the file's last page may be
+            // short: the rest is zeros, trimmed at commit.
+            const auto available = static_cast<std::size_t>(std::min(page_bytes, window_end - page));
+            slot->second.fill(std::byte{0});
+            std::memcpy(slot->second.data(), bytes.data() + (page - offset_bytes), available);
+        }
+    }
+}
+
+Result<void> WriteGraph::write_headers(const PatchWriter& patch) {
+    for (Record& record : records_) {
+        RecordSpec spec = record.spec;
+        if (record.encrypted()) {
+            spec.crypt->cipher->macs = record.macs;
+        }
+        const auto header = serialize_tensor_header(spec, record.hashes);
+        RL_ASSERT(header.size() == record.header.size(), "a header's size changed with its hashes");
+        std::size_t done = 0;
+        while (done < header.size()) {
+            const std::uint64_t at = record.header_offset + done;
+            auto page = header_pages_.find(align_down(at));
+            if (page == header_pages_.end()) {
+                return fail(errc::io_error, target_ + ": the page holding tensor '" + record.display_name +
+                                                "''s header was never written");
+            }
+            const auto in_page = static_cast<std::size_t>(at - page->first);
+            const std::size_t length = std::min<std::size_t>(header.size() - done, page_bytes - in_page);
+            std::memcpy(page->second.data() + in_page, header.data() + done, length);
+            done += length;
+        }
+    }
+    for (const auto& [offset, page] : header_pages_) {
+        RL_TRY_VOID(patch(offset, page));
+    }
+    return {};
+}
+
+} // namespace ringload::tensorizer

@@ -1,0 +1,56 @@
+// io/src/posix_file.cpp
+#include "posix_file.hpp"
+
+#include "ringload/io/file_source.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace ringload::posix {
+
+FileDescriptor::~FileDescriptor() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+    }
+}
+
+Error errno_error(const std::string& path, const std::string& what, int error_number) {
+    errc code = error_number == ENOENT ? errc::not_found : errc::io_error;
+    return fail(code, path + ": " + what + ": " + std::strerror(error_number));
+}
+
+bool environment_flag(const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] != '\0' && value[0] != '0';
+}
+
+bool use_io_uring(bool allowed) {
+    if (allowed && !environment_flag("RINGLOAD_DISABLE_IO_URING") && io_uring_available()) {
+        return true;
+    }
+    static std::once_flag said;
+    std::call_once(said, [] {
+        std::fprintf(stderr, "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
+                             "RINGLOAD_DISABLE_IO_URING?); using pread/pwrite\n");
+    });
+    return false;
+}
+
+asio::random_access_file& PerSlotFiles::for_slot(std::uint32_t slot_index) {
+    while (files_.size() <= slot_index) {
+        int fd = ::dup(fd_);
+        if (fd < 0) {
+            return shared_;
+        }
+        auto file = std::make_unique<asio::random_access_file>(shared_.get_executor());
+        file->assign(fd);
+        files_.push_back(std::move(file));
+    }
+    return *files_[slot_index];
+}
+
+} // namespace ringload::posix

@@ -1,0 +1,73 @@
+// io/src/posix_file.hpp
+//
+// What the file source and the file sink share: an owned descriptor, errno messages that name
+// the path, the environment switches, and io_uring file objects one per ring slot.
+#pragma once
+
+#include "ringload/engine/task.hpp"
+#include "ringload/error.hpp"
+
+#include <boost/asio/random_access_file.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringload::posix {
+
+// O_DIRECT needs offsets, lengths and addresses aligned to the logical block size, which is at
+// most 4 KiB on the devices we meet; 4 KiB is always a valid choice.
+inline constexpr std::size_t direct_alignment_bytes = 4096;
+
+inline bool direct_aligned(std::uint64_t value) {
+    return value % direct_alignment_bytes == 0;
+}
+
+class FileDescriptor {
+public:
+    FileDescriptor() = default;
+    explicit FileDescriptor(int fd) : fd_(fd) {}
+    FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+        std::swap(fd_, other.fd_);
+        return *this;
+    }
+    FileDescriptor(const FileDescriptor&) = delete;
+    FileDescriptor& operator=(const FileDescriptor&) = delete;
+    ~FileDescriptor();
+
+    int get() const noexcept { return fd_; }
+    bool valid() const noexcept { return fd_ >= 0; }
+
+private:
+    int fd_ = -1;
+};
+
+// "<path>: <what>: <strerror>", errc::not_found for ENOENT, else errc::io_error.
+Error errno_error(const std::string& path, const std::string& what, int error_number);
+
+// Whether environment variable `name` is set to something other than "" or "0".
+bool environment_flag(const char* name);
+
+// io_uring is off (seccomp, kernel.io_uring_disabled, RINGLOAD_DISABLE_IO_URING=1): says so
+// once on stderr.
+bool use_io_uring(bool allowed);
+
+// Asio's io_uring service keeps one operation in flight per I/O object and queues the rest
+// (boost/asio/detail/impl/io_uring_service.ipp, start_op). One object per ring slot, each on
+// its own dup of the descriptor, lets every slot's I/O be in the kernel at once.
+class PerSlotFiles {
+public:
+    PerSlotFiles(asio::random_access_file& shared, int fd) : shared_(shared), fd_(fd) {}
+    asio::random_access_file& for_slot(std::uint32_t slot_index);
+
+private:
+    asio::random_access_file& shared_; // used when out of descriptors (correct, slower)
+    int fd_;
+    std::vector<std::unique_ptr<asio::random_access_file>> files_;
+};
+
+} // namespace ringload::posix

@@ -15,6 +15,7 @@ namespace ringload::tensorizer {
 namespace {
 
 constexpr std::uint64_t page_bytes = 4096;
+constexpr std::uint8_t state_dict_type = 2;
 constexpr std::size_t sentinel_bytes = 8;
 // Hashes read a tensor in blocks this size, CRC32 then SHA-256, so that the second pass hits
 // the cache instead of memory.
@@ -123,14 +124,22 @@ Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const Wr
                                                 std::string(torch_name(tensor.dtype)) + " of shape " +
                                                 shape_text(tensor.shape) + " has " + std::to_string(*byte_length));
     }
+    if (!info.name.empty() && info.name[0] == structured_name_marker && tensor.tensor_type != state_dict_type) {
+        return fail(errc::invalid_argument, which + ": a nested name needs tensor type 2 (state dict entry), not " +
+                                                std::to_string(tensor.tensor_type) +
+                                                ": tensorizer reads structured names only from state dicts");
+    }
     RecordSpec& spec = record.spec;
     spec.name = info.name;
     spec.dtype = tensor.dtype;
     spec.shape = tensor.shape;
     spec.module_index = tensor.module_index;
     spec.tensor_type = tensor.tensor_type;
-    if (meta && is_opaque(tensor.dtype)) {
-        record.stored_as_zeros = true; // tensorizer cannot read an opaque meta tensor back
+    // tensorizer sizes a tensor without data as numpy.dtype(dtype string).itemsize *
+    // numpy.prod(shape): an opaque dtype string fails numpy, and a 0-d shape gives a float
+    // (numpy.prod(()) == 1.0) that torch.empty refuses. Those meta tensors are stored as zeros.
+    if (meta && (is_opaque(tensor.dtype) || tensor.shape.empty())) {
+        record.stored_as_zeros = true;
     }
     spec.data_length = (meta && !record.stored_as_zeros) ? 0 : *byte_length;
     any_meta = any_meta || (meta && !record.stored_as_zeros);

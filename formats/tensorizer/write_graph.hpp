@@ -12,9 +12,10 @@
 // back as whole pages (no read-modify-write of pages that went to disk with O_DIRECT).
 //
 // What tensorizer 2.11.1 gets wrong (quirks/, tensorizer-format.md §8) is written so that it
-// reads back: a meta tensor of an opaque dtype (bf16) is stored as real zeros, a 0-d meta
-// tensor with data_length 0, a flat key starting with U+001E as a one-element path. A
-// zero-element tensor of an opaque dtype, which no tensorizer can read, is refused.
+// reads back: a meta tensor that tensorizer cannot size without data (an opaque dtype such as
+// bf16, or 0-d) is stored as real zeros, and a flat key starting with U+001E as a one-element
+// path. Refused, because tensorizer cannot read the file: a zero-element tensor of an opaque
+// dtype, and a nested name on a tensor whose type is not 2 (state dict entry).
 #pragma once
 
 #include "formats/tensorizer/serialize.hpp"

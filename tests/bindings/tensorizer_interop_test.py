@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/bindings/tensorizer_interop_test.py RINGLOAD RINGLOAD_SYNTH DATA_DIR
+"""tests/bindings/tensorizer_interop_test.py RINGLOAD RINGLOAD_SYNTH DATA_DIR RINGLOAD_WRITE_CASES
 
 The real tensorizer (PyPI, in the project's .venv) as an independent peer:
   1. a checkpoint written by ringload-synth loads in tensorizer with verify_hash=True, and
@@ -7,7 +7,12 @@ The real tensorizer (PyPI, in the project's .venv) as an independent peer:
   2. every unencrypted fixture gives the same per-tensor sha256 in tensorizer and ringload;
   3. files tensorizer encrypts now (a random key, a passphrase with fresh Argon2id salt, a
      tensor over several 2 MiB cipher chunks, bf16, meta) decrypt in ringload to tensorizer's
-     values, and a wrong key is refused.
+     values, and a wrong key is refused;
+  4. files ringload's writer makes (plain, encrypted with a key, encrypted with a passphrase; fp16,
+     fp32, bf16, int64, 0-d, zero-element, meta (fp32, bf16, 0-d), nested names, a flat key
+     starting with U+001E, a tensor over five cipher chunks) load in tensorizer with
+     verify_hash=True to the values they were written from (the writer tool's manifest);
+  5. `ringload convert` re-encrypts a tensorizer-written file, and tensorizer decrypts ours.
 Exits 77 (skipped, with the reason) where tensorizer cannot be imported.
 """
 import hashlib
@@ -25,7 +30,7 @@ except ImportError as error:
     print(f"SKIP: the real tensorizer is not importable here ({error}); run scripts/setup.sh")
     sys.exit(77)
 
-RINGLOAD, SYNTH, DATA = sys.argv[1:4]
+RINGLOAD, SYNTH, DATA, WRITE_CASES = sys.argv[1:5]
 results = {"passed": 0, "failed": 0}
 
 
@@ -112,6 +117,50 @@ with tempfile.TemporaryDirectory() as tmp:
     out = subprocess.run([RINGLOAD, "load", os.path.join(tmp, "enc_key.tensors"), "--key-file", wrong],
                          capture_output=True, text=True, timeout=300)
     check("encrypted wrong key refused", out.returncode != 0 and "decryption failed" in out.stderr, out.stderr)
+
+    # 5. ringload convert: tensorizer's passphrase file -> ours with a fresh key -> tensorizer.
+    ours_path = os.path.join(tmp, "ours_from_passphrase.tensors")
+    our_key = os.path.join(tmp, "our_key")
+    with open(our_key, "wb") as f:
+        f.write(os.urandom(32))
+    subprocess.run([RINGLOAD, "convert", os.path.join(tmp, "enc_passphrase.tensors"), ours_path,
+                    "--decrypt-passphrase-file", pass_file, "--encrypt-key-file", our_key],
+                   check=True, capture_output=True, timeout=300)
+    theirs = tensorizer_view(ours_path, DecryptionParams.from_key(open(our_key, "rb").read()))
+    original = tensorizer_view(os.path.join(tmp, "enc_passphrase.tensors"), DecryptionParams.from_string(passphrase))
+    check("convert re-encrypted count", len(theirs) == len(original) == len(state))
+    for t, o in zip(theirs, original):
+        check(f"convert re-encrypted {t[0]}", t == o, f"{t} != {o}")
+
+# 4. Files our writer makes, read by tensorizer.
+with tempfile.TemporaryDirectory() as tmp:
+    key_file = os.path.join(tmp, "key")
+    pass_file = os.path.join(tmp, "pass")
+    with open(key_file, "wb") as f:
+        f.write(os.urandom(32))
+    passphrase = "our passphrase \u00e9"
+    with open(pass_file, "w", encoding="utf-8") as f:
+        f.write(passphrase + "\n")
+    out = subprocess.run([WRITE_CASES, "cases", tmp, key_file, pass_file], capture_output=True, text=True,
+                         timeout=300, check=True)
+    manifest = json.loads(out.stdout)
+    decryptions = {"plain.tensors": (None, []),
+                   "key.tensors": (DecryptionParams.from_key(open(key_file, "rb").read()), ["--key-file", key_file]),
+                   "passphrase.tensors": (DecryptionParams.from_string(passphrase), ["--passphrase-file", pass_file])}
+    for entry in manifest["files"]:
+        path = os.path.join(tmp, entry["file"])
+        decryption, args = decryptions[entry["file"]]
+        expected = [(t["path"], t["dtype"], t["shape"], t["sha256"]) for t in entry["tensors"]]
+        try:
+            theirs = tensorizer_view(path, decryption)
+        except Exception as error:  # a file tensorizer cannot read is the failure we test for
+            check(f"ours {entry['file']} readable by tensorizer", False, repr(error))
+            continue
+        check(f"ours {entry['file']} count", len(theirs) == len(expected), f"{len(theirs)} vs {len(expected)}")
+        for t, e in zip(theirs, expected):
+            check(f"ours {entry['file']} {e[0]} in tensorizer", t == e, f"tensorizer {t} != written {e}")
+        for o, e in zip(ringload_view(path, *args), expected):
+            check(f"ours {entry['file']} {e[0]} in ringload", o == e, f"ringload {o} != written {e}")
 
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

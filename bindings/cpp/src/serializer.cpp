@@ -53,6 +53,10 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
     controls.progress_tensors_total = tensors.size();
     RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, graph->plan(), *graph, controls)));
     (void)stats;
+    // A cancel that came after the last window still stops the file from appearing.
+    if (options.cancel != nullptr && options.cancel->cancelled()) {
+        return fail(errc::cancelled, path + ": cancelled by the caller");
+    }
     RL_TRY_VOID(graph->write_headers(
         [&sink](std::uint64_t offset, std::span<const std::byte> bytes) { return sink->patch(offset, bytes); }));
     RL_TRY_VOID(sink->commit(graph->plan().length_bytes));

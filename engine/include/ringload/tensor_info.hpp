@@ -64,7 +64,7 @@ struct TensorToWrite {
     std::span<const std::byte> bytes; // ignored for a meta tensor
     bool is_meta = false;             // shape and dtype only: readers get zeros
     std::uint16_t module_index = 0;   // tensorizer extras, kept by round trips
-    std::uint8_t tensor_type = 0;     // 0 parameter, 1 buffer, 2 state dict entry
+    std::uint8_t tensor_type = 2;     // 0 parameter, 1 buffer, 2 state dict entry (nested names need 2)
 };
 
 } // namespace ringload

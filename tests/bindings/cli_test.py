@@ -140,6 +140,46 @@ out = run("load", enc, *["--passphrase-file", wrong])
 check("wrong passphrase", out.returncode != 0 and "decryption failed" in out.stderr and
       "not the passphrase" not in out.stderr, out.stderr)
 
+# convert: remove, add and change encryption; each output loads to the manifest's values.
+with tempfile.TemporaryDirectory() as tmp:
+    pass_file = os.path.join(tmp, "new-pass")
+    with open(pass_file, "w", encoding="utf-8") as f:
+        f.write("a new passphrase\n")
+    for entry in index["files"]:
+        source = os.path.join(DATA, entry["file"])
+        manifest = json.load(open(os.path.join(DATA, entry["manifest"])))
+        keys = secret_args(manifest["encryption"], manifest["encryption"]["kind"]) if entry["encrypted"] else []
+        decrypt = [keys[0].replace("--", "--decrypt-"), keys[1]] if keys else []
+        plain, sealed = os.path.join(tmp, "plain.tensors"), os.path.join(tmp, "sealed.tensors")
+        out = run("convert", source, plain, *decrypt)
+        label = f"convert {entry['file']}"
+        check(label + " to plain", out.returncode == 0 and "wrote" in out.stdout, out.stderr)
+        out = run("convert", plain, sealed, "--encrypt-passphrase-file", pass_file)
+        check(label + " to a passphrase", out.returncode == 0 and "encrypted" in out.stdout, out.stderr)
+        for path, extra in ((plain, []), (sealed, ["--passphrase-file", pass_file])):
+            out = run("load", path, "--json", "--sha256", "--verify", *extra)
+            check(f"{label} -> {os.path.basename(path)} loads", out.returncode == 0, out.stderr)
+            got = json.loads(out.stdout)["tensors"] if out.returncode == 0 else []
+            check(f"{label} -> {os.path.basename(path)} values",
+                  [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in got] ==
+                  [(w["path"], w["dtype"], w["shape"], w["sha256"]) for w in manifest_rows(manifest)])
+        info = json.loads(run("info", sealed, "--json").stdout)
+        check(label + " sealed is encrypted", info["encrypted"] and info["data_version"] in (3, 4), info)
+    check("convert passphrase not printed", "a new passphrase" not in out.stdout + out.stderr)
+
+    target = os.path.join(tmp, "target.tensors")
+    for args, needle in [(["convert", enc, target], "encrypted: supply a key"),
+                         (["convert", large, target, "--decrypt-key-file", wrong], "32 raw bytes"),
+                         (["convert", large, target, "--decrypt-passphrase-file", pass_file], "not encrypted"),
+                         (["convert", large, os.path.join(tmp, "no", "such", "dir.tensors")], "no/such"),
+                         (["convert", large, target, "--encrypt-key-file", os.path.join(tmp, "nothing")], "nothing")]:
+        out = run(*args)
+        check(f"convert error {args[-2:]}", out.returncode != 0 and needle in out.stderr and
+              out.stderr.count("\n") == 1, out.stderr)
+        check(f"convert error {args[-2:]} leaves nothing", not os.path.exists(target), os.listdir(tmp))
+    out = run("convert", large, target, "--encrypt-key-file", wrong, "--encrypt-passphrase-file", pass_file)
+    check("convert two encryption secrets refused", out.returncode != 0 and "excludes" in out.stderr, out.stderr)
+
 shutil.rmtree(SECRETS)
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

@@ -120,8 +120,14 @@ Mac seal_into(std::span<std::byte> ciphertext, std::span<const std::byte> plaint
 }
 
 bool open_in_place(std::span<std::byte> data, const Mac& mac, const Nonce& nonce, const SecretKey& key) noexcept {
-    auto* bytes = reinterpret_cast<unsigned char*>(data.data());
-    return crypto_secretbox_open_detached(bytes, bytes, mac.data(), data.size(), nonce.data(), key.data()) == 0;
+    return open_into(data, data, mac, nonce, key);
+}
+
+bool open_into(std::span<std::byte> plaintext, std::span<const std::byte> ciphertext, const Mac& mac,
+               const Nonce& nonce, const SecretKey& key) noexcept {
+    return crypto_secretbox_open_detached(reinterpret_cast<unsigned char*>(plaintext.data()),
+                                          reinterpret_cast<const unsigned char*>(ciphertext.data()), mac.data(),
+                                          ciphertext.size(), nonce.data(), key.data()) == 0;
 }
 
 void wipe_secret(void* data, std::size_t length) noexcept {

@@ -212,16 +212,42 @@ Result<void> fill_window(RunContext& run, std::size_t k) {
     return {};
 }
 
+// Tells the loop that one counted piece of work has ended (posted last: after it, the worker no
+// longer touches the run).
+void end_counted(const std::shared_ptr<RunContext>& run) {
+    asio::post(run->loop, [run] {
+        --run->state->workers_busy;
+        run->state->wakeup.cancel();
+    });
+}
+
 // Runs `work` on the pool; the loop counts it so that the run waits for it to end.
 void post_counted(const std::shared_ptr<RunContext>& run, std::function<void()> work) {
     ++run->state->workers_busy;
     run->pool.post([run, work = std::move(work)] {
         work();
-        asio::post(run->loop, [run] {
-            --run->state->workers_busy;
-            run->state->wakeup.cancel();
-        });
+        end_counted(run);
     });
+}
+
+// One step of a side job on a worker; the next step goes to the back of the queue. The whole
+// job counts as one piece of work until its last step.
+void run_side_step(const std::shared_ptr<RunContext>& run, const SideJob& job) {
+    if (!run->state->has_failed()) {
+        auto more = job.run();
+        if (!more) {
+            run->state->record_failure(more.error());
+        } else if (*more) {
+            run->pool.post([run, &job] { run_side_step(run, job); });
+            return;
+        }
+    }
+    end_counted(run);
+}
+
+void post_side_job(const std::shared_ptr<RunContext>& run, const SideJob& job) {
+    ++run->state->workers_busy;
+    run->pool.post([run, &job] { run_side_step(run, job); });
 }
 
 } // namespace
@@ -267,15 +293,7 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
         }
         while (next_side_job < plan.side_jobs.size() &&
                plan.side_jobs[next_side_job].start_offset_bytes < geometry.end(posted)) {
-            const SideJob& job = plan.side_jobs[next_side_job++];
-            post_counted(run, [run, &job] {
-                if (!run->state->has_failed()) {
-                    auto done = job.run();
-                    if (!done) {
-                        run->state->record_failure(done.error());
-                    }
-                }
-            });
+            post_side_job(run, plan.side_jobs[next_side_job++]);
         }
         const std::size_t k = posted;
         const bool straddles = straddles_end[k];
@@ -297,13 +315,7 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
         finish_share(run, k);
     }
     while (!state.has_failed() && next_side_job < plan.side_jobs.size()) {
-        const SideJob& job = plan.side_jobs[next_side_job++];
-        post_counted(run, [run, &job] {
-            auto done = job.run();
-            if (!done) {
-                run->state->record_failure(done.error());
-            }
-        });
+        post_side_job(run, plan.side_jobs[next_side_job++]);
     }
 
     co_await ring.wait_all_released();

@@ -160,17 +160,19 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
         // Data bytes: straight to the destination.
         begin = overlap_begin(load.data_offset, chunk_begin);
         end = overlap_end(load.record_end, chunk_end);
-        if (begin < end) {
-            copy_to_destination(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin),
-                                end - begin);
-        }
         if (load.decryption) {
             // Encrypted: hashing waits for decryption (the header piece was submitted with the
             // header, see prepare_decryption).
             if (begin < end) {
-                on_ciphertext(load, begin - load.data_offset, end - load.data_offset);
+                take_ciphertext(load, bytes + (begin - chunk_begin), begin - load.data_offset, end - load.data_offset);
             }
-        } else if (load.sequencer) {
+            continue;
+        }
+        if (begin < end) {
+            copy_to_destination(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin),
+                                end - begin);
+        }
+        if (load.sequencer) {
             // Hashed from the destination, not the slot: the slot goes back to the ring now, so
             // a long in-order hash (one big tensor) never stalls the reads.
             submit_hash(load, overlap_begin(load.record_offset, chunk_begin), overlap_end(load.record_end, chunk_end));
@@ -263,30 +265,73 @@ void LoadGraph::on_ciphertext(TensorLoad& load, std::uint64_t begin, std::uint64
     decrypt_chunks(load, complete);
 }
 
-void LoadGraph::decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>& chunks) {
+void LoadGraph::take_ciphertext(TensorLoad& load, const std::byte* bytes, std::uint64_t begin, std::uint64_t end) {
     auto& decryption = *load.decryption;
+    bool ready = false;
+    {
+        std::lock_guard lock(decryption.mutex);
+        ready = decryption.ready; // once set, the cipher parameters never change
+    }
+    if (!ready) {
+        copy_to_destination(load.destination + begin, bytes, end - begin);
+        on_ciphertext(load, begin, end);
+        return;
+    }
+    // Chunks wholly in this slot open straight from it into the tensor: one pass over the
+    // bytes instead of a copy and a second pass. Pieces of chunks that straddle slots are
+    // gathered in the tensor and opened in place once complete.
+    const std::uint64_t data_length = load.info->data_length_bytes;
+    const std::size_t chunk_count = decryption.missing.size();
+    std::size_t first = chunk_count == 1 ? 0 : static_cast<std::size_t>(begin / decryption.cipher.chunk_size_bytes);
+    for (std::size_t i = first; i < chunk_count; ++i) {
+        CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
+        if (chunk.offset_bytes >= end) {
+            break;
+        }
+        const std::uint64_t from = std::max(begin, chunk.offset_bytes);
+        const std::uint64_t to = std::min(end, chunk.offset_bytes + chunk.length_bytes);
+        if (from == chunk.offset_bytes && to == chunk.offset_bytes + chunk.length_bytes) {
+            std::span<const std::byte> ciphertext(bytes + (from - begin), chunk.length_bytes);
+            if (!open_chunk(load, i, ciphertext)) {
+                return;
+            }
+            continue;
+        }
+        copy_to_destination(load.destination + from, bytes + (from - begin), to - from);
+        on_ciphertext(load, from, to);
+    }
+}
+
+bool LoadGraph::open_chunk(TensorLoad& load, std::size_t index, std::span<const std::byte> ciphertext) {
+    auto& decryption = *load.decryption;
+    CipherChunk chunk = cipher_chunk(decryption.cipher, load.info->data_length_bytes, index);
+    std::span<std::byte> plaintext(load.destination + chunk.offset_bytes, chunk.length_bytes);
+    Nonce nonce = nonce_plus(decryption.cipher.initial_nonce, index);
+    if (!open_into(plaintext, ciphertext, decryption.cipher.macs[index], nonce, *decryption.key)) {
+        record_failure(tensor_error(
+            load, fail(errc::decryption_failed,
+                       "cipher chunk " + std::to_string(index + 1) + " of " + std::to_string(decryption.missing.size()) +
+                           " (data bytes " + std::to_string(chunk.offset_bytes) + ".." +
+                           std::to_string(chunk.offset_bytes + chunk.length_bytes) +
+                           ") failed authentication: wrong key or passphrase, or the data or its MAC is corrupted")));
+        return false;
+    }
+    decryption.chunks_done.fetch_add(1, std::memory_order_acq_rel);
+    if (load.sequencer) {
+        submit_hash(load, load.data_offset + chunk.offset_bytes, load.data_offset + chunk.offset_bytes + chunk.length_bytes);
+    }
+    return true;
+}
+
+void LoadGraph::decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>& chunks) {
     const std::uint64_t data_length = load.info->data_length_bytes;
     for (std::size_t i : chunks) {
         if (failed_.load(std::memory_order_relaxed)) {
             return;
         }
-        CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
-        std::span<std::byte> bytes(load.destination + chunk.offset_bytes, chunk.length_bytes);
-        Nonce nonce = nonce_plus(decryption.cipher.initial_nonce, i);
-        if (!open_in_place(bytes, decryption.cipher.macs[i], nonce, *decryption.key)) {
-            record_failure(tensor_error(
-                load,
-                fail(errc::decryption_failed,
-                     "cipher chunk " + std::to_string(i + 1) + " of " + std::to_string(decryption.missing.size()) +
-                         " (data bytes " + std::to_string(chunk.offset_bytes) + ".." +
-                         std::to_string(chunk.offset_bytes + chunk.length_bytes) +
-                         ") failed authentication: wrong key or passphrase, or the data or its MAC is corrupted")));
+        CipherChunk chunk = cipher_chunk(load.decryption->cipher, data_length, i);
+        if (!open_chunk(load, i, {load.destination + chunk.offset_bytes, chunk.length_bytes})) {
             return;
-        }
-        decryption.chunks_done.fetch_add(1, std::memory_order_acq_rel);
-        if (load.sequencer) {
-            submit_hash(load, load.data_offset + chunk.offset_bytes,
-                        load.data_offset + chunk.offset_bytes + chunk.length_bytes);
         }
     }
 }

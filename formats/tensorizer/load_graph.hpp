@@ -12,11 +12,13 @@
 // header with hash values zeroed), then the data, read back from the destination so that the
 // slot is free as soon as its bytes are copied; CRC32 and SHA-256 are compared at the end.
 //
-// Encrypted tensors: ciphertext is copied to the destination like any data. Each 2 MiB cipher
-// chunk is authenticated and decrypted in place by whichever worker completes it (its last
-// bytes, or the header with its MACs, whichever comes last), so chunks decrypt in parallel; a
-// chunk whose MAC fails stays ciphertext and fails the load. Hashing (over the plaintext)
-// follows decryption, in order.
+// Encrypted tensors: a 2 MiB cipher chunk that lies wholly in one slot, once the header with
+// its MACs is known, is authenticated and decrypted straight from the slot into the tensor.
+// Other ciphertext is copied to the destination, and each such chunk is authenticated and
+// decrypted in place by whichever worker completes it (its last bytes, or the header with its
+// MACs, whichever comes last). Chunks decrypt in parallel; a chunk whose MAC fails never
+// reaches the tensor as plaintext and fails the load. Hashing (over the plaintext) follows
+// decryption, in order.
 #pragma once
 
 #include "ringload/engine/plan.hpp"
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,7 +66,12 @@ private:
     LoadGraph(const Index& index, LoadGraphOptions options, std::string source_name);
     Result<void> on_header_complete(TensorLoad& load);
     Result<void> prepare_decryption(TensorLoad& load);
+    // Data bytes [begin, end) of an encrypted tensor, at `bytes` in a slot.
+    void take_ciphertext(TensorLoad& load, const std::byte* bytes, std::uint64_t begin, std::uint64_t end);
     void on_ciphertext(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
+    // Authenticates and decrypts cipher chunk `index` into the tensor; false (failure recorded)
+    // when its MAC does not match.
+    bool open_chunk(TensorLoad& load, std::size_t index, std::span<const std::byte> ciphertext);
     void decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>& chunks);
     void hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
     void submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end);

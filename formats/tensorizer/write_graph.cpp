@@ -20,6 +20,8 @@ constexpr std::size_t sentinel_bytes = 8;
 // Hashes read a tensor in blocks this size, CRC32 then SHA-256, so that the second pass hits
 // the cache instead of memory.
 constexpr std::size_t hash_block_bytes = 256 << 10;
+// One step of a record's hashing (a side job step): about one window's worth.
+constexpr std::uint64_t hash_step_bytes = 4 << 20;
 
 std::uint64_t align_down(std::uint64_t value) {
     return value / page_bytes * page_bytes;
@@ -66,6 +68,12 @@ std::optional<std::uint64_t> byte_length_of(const TensorToWrite& tensor) {
 
 } // namespace
 
+struct WriteGraph::HashState {
+    Crc32 crc;
+    Sha256 sha;
+    std::uint64_t hashed_bytes = 0; // of the data; H' goes first
+};
+
 struct WriteGraph::Record {
     const TensorToWrite* tensor = nullptr;
     std::string display_name;
@@ -77,6 +85,7 @@ struct WriteGraph::Record {
     std::vector<std::byte> hash_prefix; // H'
     std::vector<Mac> macs;              // one per cipher chunk, filled as chunks are sealed
     StoredHashes hashes;                // filled by the record's side job
+    std::unique_ptr<HashState> hashing = std::make_unique<HashState>(); // while the job runs
 
     bool encrypted() const { return spec.crypt && spec.crypt->encrypted(); }
 };
@@ -244,7 +253,7 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
             add_piece(record.data_offset, record.spec.data_length, false, {Kind::data, r, 0});
         }
         WriteGraph* self = graph.get();
-        plan.side_jobs.push_back({record.header_offset, [self, &record] { return self->hash_record(record); }});
+        plan.side_jobs.push_back({record.header_offset, [self, &record] { return self->hash_step(record); }});
     }
     add_piece(offset, sentinel_bytes, false, {Kind::sentinel, 0, 0});
     plan.length_bytes = offset + sentinel_bytes;
@@ -260,25 +269,32 @@ static void fill_plaintext(const WriteGraph::Record& record, std::uint64_t from,
     }
 }
 
-Result<void> WriteGraph::hash_record(Record& record) {
-    Crc32 crc;
-    Sha256 sha;
+Result<bool> WriteGraph::hash_step(Record& record) {
+    HashState& state = *record.hashing;
     const bool with_crc = !record.encrypted();
-    crc.update(record.hash_prefix);
-    sha.update(record.hash_prefix);
+    if (state.hashed_bytes == 0) {
+        state.crc.update(record.hash_prefix);
+        state.sha.update(record.hash_prefix);
+    }
     static const std::vector<std::byte> zeros(hash_block_bytes);
-    for (std::uint64_t at = 0; at < record.spec.data_length; at += hash_block_bytes) {
-        const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(hash_block_bytes, record.spec.data_length - at));
+    const std::uint64_t step_end = std::min(record.spec.data_length, state.hashed_bytes + hash_step_bytes);
+    for (std::uint64_t& at = state.hashed_bytes; at < step_end;) {
+        const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(hash_block_bytes, step_end - at));
         std::span<const std::byte> block = record.stored_as_zeros ? std::span(zeros).first(length)
                                                                   : record.tensor->bytes.subspan(at, length);
         if (with_crc) {
-            crc.update(block);
+            state.crc.update(block);
         }
-        sha.update(block);
+        state.sha.update(block);
+        at += length;
     }
-    record.hashes.crc32 = with_crc ? crc.value() : 0;
-    record.hashes.sha256 = sha.finish();
-    return {};
+    if (state.hashed_bytes < record.spec.data_length) {
+        return true;
+    }
+    record.hashes.crc32 = with_crc ? state.crc.value() : 0;
+    record.hashes.sha256 = state.sha.finish();
+    record.hashing.reset();
+    return false;
 }
 
 Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) {
@@ -349,13 +365,13 @@ void WriteGraph::window_filled(std::uint64_t offset_bytes, std::span<const std::
             // Pages never straddle windows (slots are whole pages); the file's last page may be
             // short: the rest is zeros, trimmed at commit.
             const auto available = static_cast<std::size_t>(std::min(page_bytes, window_end - page));
-            slot->second.fill(std::byte{0});
-            std::memcpy(slot->second.data(), bytes.data() + (page - offset_bytes), available);
+            slot->second.bytes.fill(std::byte{0});
+            std::memcpy(slot->second.bytes.data(), bytes.data() + (page - offset_bytes), available);
         }
     }
 }
 
-Result<void> WriteGraph::write_headers(const PatchWriter& patch) {
+Result<std::vector<std::pair<std::uint64_t, std::span<const std::byte>>>> WriteGraph::finished_header_pages() {
     for (Record& record : records_) {
         RecordSpec spec = record.spec;
         if (record.encrypted()) {
@@ -373,14 +389,15 @@ Result<void> WriteGraph::write_headers(const PatchWriter& patch) {
             }
             const auto in_page = static_cast<std::size_t>(at - page->first);
             const std::size_t length = std::min<std::size_t>(header.size() - done, page_bytes - in_page);
-            std::memcpy(page->second.data() + in_page, header.data() + done, length);
+            std::memcpy(page->second.bytes.data() + in_page, header.data() + done, length);
             done += length;
         }
     }
+    std::vector<std::pair<std::uint64_t, std::span<const std::byte>>> pages;
     for (const auto& [offset, page] : header_pages_) {
-        RL_TRY_VOID(patch(offset, page));
+        pages.emplace_back(offset, page.bytes);
     }
-    return {};
+    return pages;
 }
 
 } // namespace ringload::tensorizer

@@ -8,8 +8,9 @@
 // values or MACs (serialize.hpp), so each header is written with zeros there first. Data is
 // copied (or sealed, chunk by chunk) from the caller's memory into the slots; hashes over
 // H' || plaintext run beside it as side jobs. The pages that hold headers are kept as they are
-// written, and once all hashes and MACs are known write_headers() puts the finished headers
-// back as whole pages (no read-modify-write of pages that went to disk with O_DIRECT).
+// written, and once all hashes and MACs are known finished_header_pages() gives them back with
+// the finished headers, to be written again whole (no read-modify-write of pages that went to
+// disk with O_DIRECT).
 //
 // What tensorizer 2.11.1 gets wrong (quirks/, tensorizer-format.md §8) is written so that it
 // reads back: a meta tensor that tensorizer cannot size without data (an opaque dtype such as
@@ -41,8 +42,6 @@ struct WriteEncryption {
     std::uint64_t chunk_size_bytes = default_cipher_chunk_bytes;
 };
 
-using PatchWriter = std::function<Result<void>(std::uint64_t offset_bytes, std::span<const std::byte> bytes)>;
-
 class WriteGraph final : public PieceProducer {
 public:
     // Checks every tensor and lays the file out; fails before anything is written. The
@@ -54,21 +53,24 @@ public:
     std::uint32_t data_version() const noexcept { return summary_.data_version; }
     std::uint64_t tensor_bytes() const noexcept { return summary_.tensor_size_bytes; }
 
-    // After the plan ran: the finished headers, as whole pages, through `patch`.
-    Result<void> write_headers(const PatchWriter& patch);
+    // After the plan ran: the pages that hold headers, with the finished headers in them, as
+    // (file offset, 4 KiB of 4 KiB-aligned memory owned by the graph), in file order.
+    Result<std::vector<std::pair<std::uint64_t, std::span<const std::byte>>>> finished_header_pages();
 
     Result<void> produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) override;
     Result<void> produce_whole(const WritePiece& piece, std::span<std::byte> first,
                                std::span<std::byte> second) override;
     void window_filled(std::uint64_t offset_bytes, std::span<const std::byte> bytes) override;
 
+    struct HashState;
     struct Record;
     struct PieceSource;
     WriteGraph();
     ~WriteGraph() override;
 
 private:
-    Result<void> hash_record(Record& record);
+    // Hashes the next few MiB of H' || plaintext; true while more remain.
+    Result<bool> hash_step(Record& record);
 
     std::string target_;
     const WriteEncryption* encryption_ = nullptr;
@@ -79,7 +81,10 @@ private:
     WritePlan plan_;
 
     std::mutex pages_mutex_;
-    std::map<std::uint64_t, std::array<std::byte, 4096>> header_pages_; // guarded by pages_mutex_
+    struct alignas(4096) Page {
+        std::array<std::byte, 4096> bytes;
+    };
+    std::map<std::uint64_t, Page> header_pages_; // guarded by pages_mutex_
 };
 
 } // namespace ringload::tensorizer

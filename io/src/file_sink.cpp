@@ -4,6 +4,9 @@
 #include "posix_file.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/random_access_file.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -23,6 +27,7 @@ using posix::errno_error;
 using posix::FileDescriptor;
 
 constexpr std::size_t pwrite_threads = 4;
+constexpr std::size_t page_write_lanes = 16;
 
 std::string random_suffix() {
     std::random_device device;
@@ -169,8 +174,49 @@ public:
         co_return n;
     }
 
-    Result<void> patch(std::uint64_t offset_bytes, std::span<const std::byte> bytes) override {
-        return write_all_at(temp_.fd.get(), bytes, offset_bytes, target_);
+    Result<void> reserve(std::uint64_t length_bytes) override {
+        if (length_bytes == 0) {
+            return {};
+        }
+        // fallocate(2), not posix_fallocate: glibc emulates the latter by writing zeros.
+        if (::fallocate(temp_.fd.get(), 0, 0, static_cast<off_t>(length_bytes)) == 0) {
+            return {};
+        }
+        const int error_number = errno;
+        if (error_number == EOPNOTSUPP || error_number == ENOSYS) {
+            return {};
+        }
+        return errno_error(target_, "cannot reserve " + std::to_string(length_bytes) + " bytes", error_number);
+    }
+
+    Task<Result<void>> write_pages(std::span<const PageWrite> pages) override {
+        if (!use_io_uring_) {
+            for (const auto& page : pages) {
+                const int fd = direct_aligned_piece(page) ? temp_.direct_fd.get() : temp_.fd.get();
+                auto written = write_all_at(fd, page.bytes, page.offset_bytes, target_);
+                if (!written) {
+                    co_return written.error();
+                }
+            }
+            co_return Result<void>();
+        }
+        // Lanes of sequential writes, each on its own file object (one operation in flight per
+        // object, see PerSlotFiles).
+        auto loop = co_await asio::this_coro::executor;
+        auto state = std::make_shared<PageLanes>(loop);
+        const std::size_t lanes = std::min(page_write_lanes, pages.size());
+        state->running = lanes;
+        for (std::size_t lane = 0; lane < lanes; ++lane) {
+            asio::co_spawn(loop, write_lane(pages, lane, lanes, state), asio::detached);
+        }
+        while (state->running > 0) {
+            auto waited = co_await state->done.async_wait(use_task);
+            (void)waited;
+        }
+        if (state->error) {
+            co_return *state->error;
+        }
+        co_return Result<void>();
     }
 
     Result<void> commit(std::uint64_t length_bytes) override {
@@ -203,6 +249,43 @@ public:
 
 private:
     bool direct() const noexcept { return temp_.direct_fd.valid(); }
+    bool direct_aligned_piece(const PageWrite& page) const {
+        return direct() && posix::direct_aligned(page.offset_bytes) && posix::direct_aligned(page.bytes.size()) &&
+               posix::direct_aligned(reinterpret_cast<std::uintptr_t>(page.bytes.data()));
+    }
+
+    struct PageLanes {
+        explicit PageLanes(asio::any_io_executor loop) : done(loop) {
+            done.expires_at(asio::steady_timer::time_point::max());
+        }
+        asio::steady_timer done;
+        std::size_t running = 0;
+        std::optional<Error> error;
+    };
+
+    Task<void> write_lane(std::span<const PageWrite> pages, std::size_t lane, std::size_t lanes,
+                          std::shared_ptr<PageLanes> state) {
+        for (std::size_t i = lane; i < pages.size() && !state->error; i += lanes) {
+            const PageWrite& page = pages[i];
+            const bool use_direct = direct_aligned_piece(page);
+            auto& file = (use_direct ? direct_files_ : buffered_files_).for_slot(static_cast<std::uint32_t>(lane));
+            std::size_t done = 0;
+            while (done < page.bytes.size()) {
+                auto window = asio::buffer(page.bytes.data() + done, page.bytes.size() - done);
+                auto [ec, n] = co_await file.async_write_some_at(page.offset_bytes + done, window, use_task);
+                if (ec || n == 0) {
+                    state->error = fail(errc::io_error, target_ + ": write at offset " +
+                                                            std::to_string(page.offset_bytes + done) + " failed: " +
+                                                            (ec ? ec.message() : std::string("nothing written")));
+                    break;
+                }
+                done += n;
+            }
+        }
+        if (--state->running == 0) {
+            state->done.cancel();
+        }
+    }
 
     std::string target_;
     std::string dir_path_;

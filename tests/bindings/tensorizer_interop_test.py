@@ -10,7 +10,8 @@ The real tensorizer (PyPI, in the project's .venv) as an independent peer:
      values, and a wrong key is refused;
   4. files ringload's writer makes (plain, encrypted with a key, encrypted with a passphrase; fp16,
      fp32, bf16, int64, 0-d, zero-element, meta (fp32, bf16, 0-d), nested names, a flat key
-     starting with U+001E, a tensor over five cipher chunks) load in tensorizer with
+     starting with U+001E, a tensor over five cipher chunks; 4,000 tensors, past tensorizer's
+     fixed 256 KiB index) load in tensorizer with
      verify_hash=True to the values they were written from (the writer tool's manifest);
   5. `ringload convert` re-encrypts a tensorizer-written file, and tensorizer decrypts ours.
 Exits 77 (skipped, with the reason) where tensorizer cannot be imported.
@@ -144,7 +145,7 @@ with tempfile.TemporaryDirectory() as tmp:
     out = subprocess.run([WRITE_CASES, "cases", tmp, key_file, pass_file], capture_output=True, text=True,
                          timeout=300, check=True)
     manifest = json.loads(out.stdout)
-    decryptions = {"plain.tensors": (None, []),
+    decryptions = {"plain.tensors": (None, []), "many.tensors": (None, []),
                    "key.tensors": (DecryptionParams.from_key(open(key_file, "rb").read()), ["--key-file", key_file]),
                    "passphrase.tensors": (DecryptionParams.from_string(passphrase), ["--passphrase-file", pass_file])}
     for entry in manifest["files"]:

@@ -6,7 +6,8 @@
 //       bf16, int64, a 0-d scalar, a zero-element tensor, meta tensors (fp32, bf16, 0-d),
 //       nested names, a flat key starting with U+001E, a tensor over several cipher chunks) and
 //       prints a JSON manifest of what a reader must get: per tensor its path, dtype, shape and
-//       the sha256 of the bytes it was written from (zeros for meta tensors).
+//       the sha256 of the bytes it was written from (zeros for meta tensors); and many.tensors,
+//       4,000 tensors, more than tensorizer's fixed 256 KiB index holds.
 //   ringload-write-cases slow OUT MIB
 //       Writes one MIB-MiB tensor; the first progress report prints "writing" and stalls the
 //       write for 5 s, so that a test can kill the process mid-write.
@@ -126,6 +127,24 @@ int write_cases(const std::string& dir, const std::string& key_file, const std::
         }
         manifest["files"].push_back({{"file", file}, {"data_version", written->data_version}, {"tensors", rows}});
     }
+    // More tensors than tensorizer's fixed 256 KiB index holds (~3,300): the index grows.
+    const std::size_t many = 4000;
+    std::vector<std::vector<std::byte>> values(many);
+    std::vector<TensorToWrite> many_tensors;
+    nlohmann::json many_rows = nlohmann::json::array();
+    for (std::size_t i = 0; i < many; ++i) {
+        values[i].resize(4);
+        std::memcpy(values[i].data(), &i, 4);
+        std::string name = "model.layers." + std::to_string(i) + ".layer_norm.scale";
+        many_tensors.push_back({{name}, DType::int32, {1}, values[i]});
+        many_rows.push_back({{"path", {name}}, {"dtype", "int32"}, {"shape", {1}}, {"sha256", sha256_hex(values[i])}});
+    }
+    auto written = ringload::write_tensorizer(dir + "/many.tensors", many_tensors);
+    if (!written) {
+        std::cerr << written.error().message() << "\n";
+        return 1;
+    }
+    manifest["files"].push_back({{"file", "many.tensors"}, {"data_version", written->data_version}, {"tensors", many_rows}});
     std::cout << manifest.dump() << "\n";
     return 0;
 }

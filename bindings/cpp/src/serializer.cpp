@@ -42,6 +42,7 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
     // Declared in this order so that the ring and the sink go before the loop they use.
     asio::io_context loop{1};
     RL_TRY(sink, create_file_sink(loop, path));
+    RL_TRY_VOID(sink->reserve(graph->plan().length_bytes));
     RL_TRY(ring, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
     if (sink->uses_io_uring()) {
         ring->register_with_io_uring(); // false is fine: plain buffers then
@@ -57,8 +58,12 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
     if (options.cancel != nullptr && options.cancel->cancelled()) {
         return fail(errc::cancelled, path + ": cancelled by the caller");
     }
-    RL_TRY_VOID(graph->write_headers(
-        [&sink](std::uint64_t offset, std::span<const std::byte> bytes) { return sink->patch(offset, bytes); }));
+    RL_TRY(header_pages, graph->finished_header_pages());
+    std::vector<PageWrite> pages;
+    for (const auto& [offset, bytes] : header_pages) {
+        pages.push_back({offset, bytes});
+    }
+    RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
     RL_TRY_VOID(sink->commit(graph->plan().length_bytes));
 
     WriteSummary summary;

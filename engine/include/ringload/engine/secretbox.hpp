@@ -72,6 +72,10 @@ Mac seal_into(std::span<std::byte> ciphertext, std::span<const std::byte> plaint
 // Checks the MAC first; only then decrypts `data` in place. False (data untouched) on mismatch.
 [[nodiscard]] bool open_in_place(std::span<std::byte> data, const Mac& mac, const Nonce& nonce,
                                  const SecretKey& key) noexcept;
+// Checks the MAC of `ciphertext`, then decrypts it into `plaintext` (same size; the same memory
+// or not overlapping): a reader opens a chunk straight from its slot into the tensor.
+[[nodiscard]] bool open_into(std::span<std::byte> plaintext, std::span<const std::byte> ciphertext, const Mac& mac,
+                             const Nonce& nonce, const SecretKey& key) noexcept;
 
 // Zeroes memory that held a secret (the compiler may not drop it).
 void wipe_secret(void* data, std::size_t length) noexcept;

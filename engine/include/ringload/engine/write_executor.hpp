@@ -4,7 +4,8 @@
 // worker pool, writes each filled window through the sink, and stops at the first error or on
 // cancel, after every write in flight has finished and every slot is back.
 //
-//     RL_CO_TRY(stats, co_await run_write_plan(sink, ring, pool, plan, producer, controls));
+//     auto run = run_write_plan(sink, ring, pool, plan, producer, controls);
+//     Result<WriteStats> stats = co_await std::move(run);
 #pragma once
 
 #include "ringload/engine/buffer_ring.hpp"

@@ -34,9 +34,12 @@ struct WritePiece {
     std::uint64_t end_bytes() const noexcept { return offset_bytes + length_bytes; }
 };
 
+// Work beside the windows, done in steps: run() does one step and says whether another is
+// due. Each next step goes to the back of the pool's queue, so a long job (hashing a 160 MB
+// embedding) never holds a worker away from the window fills for long.
 struct SideJob {
     std::uint64_t start_offset_bytes = 0; // posted with the window that holds this byte
-    std::function<Result<void>()> run;
+    std::function<Result<bool>()> run;    // true: call again
 };
 
 struct WritePlan {

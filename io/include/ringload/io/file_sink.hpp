@@ -11,7 +11,8 @@
 // kill -9.
 //
 // Bulk writes go through io_uring from the ring's slots, with O_DIRECT where the filesystem
-// allows it; patch() writes small pieces through the page cache.
+// allows it; write_pages() puts whole pages back (headers finished after the data) the same way,
+// many at once.
 #pragma once
 
 #include "ringload/engine/write_plan.hpp"
@@ -31,11 +32,22 @@ struct FileSinkOptions {
     bool allow_unnamed_temporary = true;
 };
 
+struct PageWrite {
+    std::uint64_t offset_bytes = 0;
+    std::span<const std::byte> bytes;
+};
+
 class FileSink : public WriteSink {
 public:
     ~FileSink() override = default;
-    // Writes bytes at any offset through the page cache (headers patched after the data).
-    virtual Result<void> patch(std::uint64_t offset_bytes, std::span<const std::byte> bytes) = 0;
+    // Allocates the file's blocks up front (fallocate): O_DIRECT writes inside the file's size
+    // run in parallel where extending writes would be serialised, and a full disk fails here,
+    // before any data is written. A filesystem without fallocate is not an error.
+    virtual Result<void> reserve(std::uint64_t length_bytes) = 0;
+    // Writes each piece at its offset, many in flight: O_DIRECT for pieces that are aligned
+    // (4 KiB pages from 4 KiB-aligned memory), through the page cache otherwise. Buffered
+    // patches made fdatasync write hundreds of scattered dirty pages (0.5 s on the test VM).
+    virtual Task<Result<void>> write_pages(std::span<const PageWrite> pages) = 0;
     // Trims the file to length_bytes, makes it durable and puts it under the target name.
     virtual Result<void> commit(std::uint64_t length_bytes) = 0;
 };

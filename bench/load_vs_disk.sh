@@ -14,13 +14,7 @@ rawread=$build/bench/ringload-rawread
 warm=$build/bench/ringload-warm-ram
 size=$(stat -c %s "$file")
 
-can_drop=0
-if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
-prepare() {
-    if [ $can_drop = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
-    "$warm" $((size + (512 << 20)))
-}
-json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source "$(dirname "$0")/common.sh"
 
 fio_rate() {
     command -v fio > /dev/null || { echo 0; return; }

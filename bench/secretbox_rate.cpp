@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 3; ++round) {
         auto started = Clock::now();
         for (std::size_t i = 0; i < macs.size(); ++i) {
-            macs[i] = ringload::seal_in_place(std::span(data).subspan(i * chunk, chunk), ringload::nonce_plus(nonce, i), key);
+            macs[i] =
+                ringload::seal_in_place(std::span(data).subspan(i * chunk, chunk), ringload::nonce_plus(nonce, i), key);
         }
         double seal = std::chrono::duration<double>(Clock::now() - started).count();
         started = Clock::now();

@@ -30,13 +30,7 @@ trap 'rm -f "$out" "$sealed" "$fio_file" "$raw_file" "$key" "$results"' EXIT
 head -c 32 /dev/urandom > "$key"
 command -v fio > /dev/null || { echo "fio is needed (apt-get install fio)"; exit 1; }
 
-can_drop=0
-if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
-prepare() {
-    if [ $can_drop = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
-    "$warm" $((size + (512 << 20)))
-}
-json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source "$(dirname "$0")/common.sh"
 wrote_rate() { sed -n 's/^wrote .*(\([0-9.]*\) GB\/s.*/\1/p'; }
 
 fio_write() {

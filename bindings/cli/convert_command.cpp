@@ -59,8 +59,8 @@ int run_convert(const ConvertArgs& args) {
     tensors.reserve(loaded->tensors.size());
     for (const auto& tensor : loaded->tensors) {
         const TensorInfo& info = tensor.info;
-        tensors.push_back({info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index,
-                           info.tensor_type});
+        tensors.push_back(
+            {info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index, info.tensor_type});
     }
     WriteOptions write_options;
     write_options.encryption = std::move(*encryption);
@@ -86,8 +86,7 @@ int run_convert(const ConvertArgs& args) {
 
 Run add_convert_command(CLI::App& app) {
     auto args = std::make_shared<ConvertArgs>();
-    auto* command =
-        app.add_subcommand("convert", "Rewrite a tensorizer file: add, change or remove encryption");
+    auto* command = app.add_subcommand("convert", "Rewrite a tensorizer file: add, change or remove encryption");
     command->add_option("input", args->input, "Tensorizer file to read")->required();
     command->add_option("output", args->output, "Tensorizer file to write (replaced only when complete)")->required();
     command->add_option("--verify", args->verify, "Check the input's stored hashes (true/false, default true)");

@@ -1,6 +1,8 @@
 // engine/src/executor.cpp
 #include "ringload/engine/executor.hpp"
 
+#include "run_tracker.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -12,9 +14,6 @@
 
 namespace ringload {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto progress_interval = std::chrono::milliseconds(100);
 
 // A slot-sized window of the source: what is read (aligned) and what of it the plan wants.
 //
@@ -28,30 +27,7 @@ struct ChunkWindow {
 };
 
 // Shared by the scheduler, the read coroutines and the workers of one run.
-struct RunState {
-    explicit RunState(asio::any_io_executor loop) : wakeup(loop) {
-        wakeup.expires_at(asio::steady_timer::time_point::max());
-    }
-
-    void record_failure(Error error) {
-        std::lock_guard lock(error_mutex);
-        if (!first_error) {
-            first_error = std::move(error);
-        }
-        failed.store(true, std::memory_order_relaxed);
-    }
-
-    std::mutex error_mutex;
-    std::optional<Error> first_error;
-    std::atomic<bool> failed{false};
-
-    // Loop thread only.
-    asio::steady_timer wakeup;
-    std::size_t workers_busy = 0;
-    std::uint64_t bytes_done = 0;
-    Clock::time_point started = Clock::now();
-    Clock::time_point last_progress = Clock::now();
-};
+using RunState = RunTracker;
 
 std::uint64_t align_down(std::uint64_t value, std::uint64_t alignment) {
     return value / alignment * alignment;
@@ -83,23 +59,6 @@ std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_s
     return windows;
 }
 
-void report_progress(RunState& state, const RunControls& controls, std::uint64_t total, bool force) {
-    if (!controls.progress) {
-        return;
-    }
-    auto now = Clock::now();
-    if (!force && now - state.last_progress < progress_interval) {
-        return;
-    }
-    state.last_progress = now;
-    Progress progress;
-    progress.bytes_done = state.bytes_done;
-    progress.bytes_total = total;
-    progress.tensors_total = controls.progress_tensors_total;
-    progress.seconds = std::chrono::duration<double>(now - state.started).count();
-    controls.progress(progress);
-}
-
 // Fills one slot with its window (resuming short reads), then hands it to the workers.
 Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, WorkerPool& pool, ChunkHandler& handler,
                       std::shared_ptr<RunState> state, const RunControls& controls, std::uint64_t plan_bytes) {
@@ -121,19 +80,19 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         }
         done += *read;
     }
-    if (state->failed.load(std::memory_order_relaxed)) {
+    if (state->has_failed()) {
         co_return; // the slot goes back when `slot` dies
     }
     std::size_t lead = static_cast<std::size_t>(window.useful_offset_bytes - window.read_offset_bytes);
     auto chunk =
         std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead, window.useful_length_bytes);
-    state->bytes_done += window.useful_length_bytes;
-    report_progress(*state, controls, plan_bytes, false);
+    state->add_done(window.useful_length_bytes);
+    state->report_progress(controls, plan_bytes, false);
 
-    ++state->workers_busy;
+    state->work_started();
     auto loop = co_await asio::this_coro::executor;
     pool.post([chunk = std::move(chunk), &handler, state, loop]() mutable {
-        if (!state->failed.load(std::memory_order_relaxed)) {
+        if (!state->has_failed()) {
             auto processed = handler.process(chunk);
             if (!processed) {
                 state->record_failure(processed.error());
@@ -141,10 +100,7 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         }
         chunk.reset(); // may release the slot (unless in-order work still holds it)
         // Last: tell the loop this worker no longer touches the handler.
-        asio::post(loop, [state] {
-            --state->workers_busy;
-            state->wakeup.cancel();
-        });
+        asio::post(loop, [state] { state->work_ended(); });
     });
 }
 
@@ -166,7 +122,7 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
 
     RunStats stats;
     for (const auto& window : windows) {
-        if (state->failed.load(std::memory_order_relaxed)) {
+        if (state->has_failed()) {
             break;
         }
         if (controls.cancel != nullptr && controls.cancel->cancelled()) {
@@ -180,20 +136,17 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     }
     // Every read and every deferred piece holds a slot: when all are back, all work is done.
     co_await ring.wait_all_released();
-    while (state->workers_busy > 0) {
-        auto waited = co_await state->wakeup.async_wait(use_task);
-        (void)waited;
-    }
-    if (state->first_error) {
-        co_return *state->first_error;
+    co_await state->wait_for_work();
+    if (state->first_error()) {
+        co_return *state->first_error();
     }
     auto finished = handler.finish();
     if (!finished) {
         co_return finished.error();
     }
-    report_progress(*state, controls, plan_bytes, true);
-    stats.bytes_read = state->bytes_done;
-    stats.seconds = std::chrono::duration<double>(Clock::now() - state->started).count();
+    state->report_progress(controls, plan_bytes, true);
+    stats.bytes_read = state->bytes_done();
+    stats.seconds = state->seconds();
     co_return stats;
 }
 

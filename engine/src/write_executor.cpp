@@ -1,6 +1,8 @@
 // engine/src/write_executor.cpp
 #include "ringload/engine/write_executor.hpp"
 
+#include "run_tracker.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -17,9 +19,6 @@
 
 namespace ringload {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto progress_interval = std::chrono::milliseconds(100);
 
 // One window of the file and the slot it is assembled in. `pending` counts the jobs that
 // still write into the slot: its own, plus the previous window's when a whole piece straddles.
@@ -43,32 +42,11 @@ struct Geometry {
     }
 };
 
-struct WriteRunState {
+struct WriteRunState : RunTracker {
     WriteRunState(asio::any_io_executor loop, std::size_t window_count)
-        : windows(std::make_unique<WindowSlot[]>(window_count)), wakeup(loop) {
-        wakeup.expires_at(asio::steady_timer::time_point::max());
-    }
-
-    void record_failure(Error error) {
-        std::lock_guard lock(error_mutex);
-        if (!first_error) {
-            first_error = std::move(error);
-        }
-        failed.store(true, std::memory_order_relaxed);
-    }
-    bool has_failed() const { return failed.load(std::memory_order_relaxed); }
+        : RunTracker(loop), windows(std::make_unique<WindowSlot[]>(window_count)) {}
 
     std::unique_ptr<WindowSlot[]> windows;
-    std::mutex error_mutex;
-    std::optional<Error> first_error;
-    std::atomic<bool> failed{false};
-
-    // Loop thread only.
-    asio::steady_timer wakeup;
-    std::size_t workers_busy = 0;
-    std::uint64_t bytes_done = 0;
-    Clock::time_point started = Clock::now();
-    Clock::time_point last_progress = Clock::now();
 };
 
 struct RunContext {
@@ -87,8 +65,8 @@ Result<std::vector<bool>> check_plan(const WritePlan& plan, const Geometry& geom
     std::uint64_t position = 0;
     for (const auto& piece : plan.pieces) {
         if (piece.offset_bytes != position) {
-            return fail(errc::invalid_argument, sink_name + ": the write plan has a gap or overlap at byte " +
-                                                    std::to_string(position));
+            return fail(errc::invalid_argument,
+                        sink_name + ": the write plan has a gap or overlap at byte " + std::to_string(position));
         }
         if (piece.whole && piece.length_bytes > geometry.window_bytes) {
             return fail(errc::invalid_argument, sink_name + ": a piece of " + std::to_string(piece.length_bytes) +
@@ -111,23 +89,6 @@ Result<std::vector<bool>> check_plan(const WritePlan& plan, const Geometry& geom
     return straddles_end;
 }
 
-void report_progress(WriteRunState& state, const RunControls& controls, std::uint64_t total, bool force) {
-    if (!controls.progress) {
-        return;
-    }
-    auto now = Clock::now();
-    if (!force && now - state.last_progress < progress_interval) {
-        return;
-    }
-    state.last_progress = now;
-    Progress progress;
-    progress.bytes_done = state.bytes_done;
-    progress.bytes_total = total;
-    progress.tensors_total = controls.progress_tensors_total;
-    progress.seconds = std::chrono::duration<double>(now - state.started).count();
-    controls.progress(progress);
-}
-
 // Writes one filled window (resuming short writes), then gives its slot back.
 Task<void> write_window(std::shared_ptr<RunContext> run, std::size_t k, SlotLease lease) {
     WriteRunState& state = *run->state;
@@ -148,8 +109,8 @@ Task<void> write_window(std::shared_ptr<RunContext> run, std::size_t k, SlotLeas
         }
         done += *written;
     }
-    state.bytes_done += run->geometry.end(k) - offset;
-    report_progress(state, run->controls, run->plan.length_bytes, false);
+    state.add_done(run->geometry.end(k) - offset);
+    state.report_progress(run->controls, run->plan.length_bytes, false);
 }
 
 // One job's share of window k is done: the last share sends the window to the sink.
@@ -195,16 +156,17 @@ Result<void> fill_window(RunContext& run, std::size_t k) {
                                       static_cast<std::size_t>(first_end - piece.offset_bytes));
             std::span<std::byte> second;
             if (piece.end_bytes() > end) {
-                second = run.state->windows[k + 1].lease.bytes().first(static_cast<std::size_t>(piece.end_bytes() - end));
+                second =
+                    run.state->windows[k + 1].lease.bytes().first(static_cast<std::size_t>(piece.end_bytes() - end));
             }
             RL_TRY_VOID(run.producer.produce_whole(piece, first, second));
             continue;
         }
         auto from = std::max(piece.offset_bytes, begin);
         auto to = std::min(piece.end_bytes(), end);
-        RL_TRY_VOID(run.producer.produce_part(piece, from - piece.offset_bytes,
-                                              slot.subspan(static_cast<std::size_t>(from - begin),
-                                                           static_cast<std::size_t>(to - from))));
+        RL_TRY_VOID(run.producer.produce_part(
+            piece, from - piece.offset_bytes,
+            slot.subspan(static_cast<std::size_t>(from - begin), static_cast<std::size_t>(to - from))));
     }
     // The last window's padding up to the sink's alignment (the file is trimmed at commit).
     const std::size_t useful = static_cast<std::size_t>(end - begin);
@@ -215,15 +177,12 @@ Result<void> fill_window(RunContext& run, std::size_t k) {
 // Tells the loop that one counted piece of work has ended (posted last: after it, the worker no
 // longer touches the run).
 void end_counted(const std::shared_ptr<RunContext>& run) {
-    asio::post(run->loop, [run] {
-        --run->state->workers_busy;
-        run->state->wakeup.cancel();
-    });
+    asio::post(run->loop, [run] { run->state->work_ended(); });
 }
 
 // Runs `work` on the pool; the loop counts it so that the run waits for it to end.
 void post_counted(const std::shared_ptr<RunContext>& run, std::function<void()> work) {
-    ++run->state->workers_busy;
+    run->state->work_started();
     run->pool.post([run, work = std::move(work)] {
         work();
         end_counted(run);
@@ -246,7 +205,7 @@ void run_side_step(const std::shared_ptr<RunContext>& run, const SideJob& job) {
 }
 
 void post_side_job(const std::shared_ptr<RunContext>& run, const SideJob& job) {
-    ++run->state->workers_busy;
+    run->state->work_started();
     run->pool.post([run, &job] { run_side_step(run, job); });
 }
 
@@ -257,9 +216,9 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
     auto loop = co_await asio::this_coro::executor;
     Geometry geometry{ring.slot_size_bytes(), plan.length_bytes, std::max<std::size_t>(sink.alignment_bytes(), 1)};
     if (ring.slot_count() < 2 || geometry.window_bytes % geometry.alignment != 0) {
-        co_return fail(errc::invalid_argument,
-                       sink.name() + ": writing needs at least two ring slots, each a multiple of " +
-                           std::to_string(geometry.alignment) + " bytes");
+        co_return fail(errc::invalid_argument, sink.name() +
+                                                   ": writing needs at least two ring slots, each a multiple of " +
+                                                   std::to_string(geometry.alignment) + " bytes");
     }
     auto checked = check_plan(plan, geometry, sink.name());
     if (!checked) {
@@ -319,19 +278,16 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
     }
 
     co_await ring.wait_all_released();
-    while (state.workers_busy > 0) {
-        auto waited = co_await state.wakeup.async_wait(use_task);
-        (void)waited;
-    }
+    co_await state.wait_for_work();
     // A window's write coroutine gives its slot back last, after counting its bytes: all done.
-    if (state.first_error) {
-        co_return *state.first_error;
+    if (state.first_error()) {
+        co_return *state.first_error();
     }
-    report_progress(state, controls, plan.length_bytes, true);
+    state.report_progress(controls, plan.length_bytes, true);
     WriteStats stats;
-    stats.bytes_written = state.bytes_done;
+    stats.bytes_written = state.bytes_done();
     stats.windows = window_count;
-    stats.seconds = std::chrono::duration<double>(Clock::now() - state.started).count();
+    stats.seconds = state.seconds();
     co_return stats;
 }
 

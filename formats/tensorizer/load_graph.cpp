@@ -63,22 +63,32 @@ std::uint64_t overlap_length(std::uint64_t begin, std::uint64_t end, const Ciphe
 }
 
 // Counts data bytes [begin, end) as received (the mutex held, the cipher known) and appends the
-// chunks they complete. Only the chunks the range touches are visited: the first by division.
-void count_received(LoadGraph::TensorLoad::Decryption& decryption, std::uint64_t data_length, std::uint64_t begin,
-                    std::uint64_t end, std::vector<std::size_t>& complete) {
+// chunks they complete.
+// Calls fn(index, chunk) for each cipher chunk that data bytes [begin, end) touch, in order,
+// until fn returns false. Only those chunks are visited: the first by division.
+template <class Fn>
+void for_each_chunk_in(const LoadGraph::TensorLoad::Decryption& decryption, std::uint64_t data_length,
+                       std::uint64_t begin, std::uint64_t end, Fn fn) {
     const std::size_t chunk_count = decryption.missing.size();
     std::size_t first = chunk_count == 1 ? 0 : static_cast<std::size_t>(begin / decryption.cipher.chunk_size_bytes);
     for (std::size_t i = first; i < chunk_count; ++i) {
         CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
-        if (chunk.offset_bytes >= end) {
+        if (chunk.offset_bytes >= end || !fn(i, chunk)) {
             break;
         }
+    }
+}
+
+void count_received(LoadGraph::TensorLoad::Decryption& decryption, std::uint64_t data_length, std::uint64_t begin,
+                    std::uint64_t end, std::vector<std::size_t>& complete) {
+    for_each_chunk_in(decryption, data_length, begin, end, [&](std::size_t i, const CipherChunk& chunk) {
         std::uint64_t overlap = overlap_length(begin, end, chunk);
         decryption.missing[i] -= std::min(overlap, decryption.missing[i]);
         if (decryption.missing[i] == 0 && overlap > 0) {
             complete.push_back(i);
         }
-    }
+        return true;
+    });
 }
 
 } // namespace
@@ -280,26 +290,17 @@ void LoadGraph::take_ciphertext(TensorLoad& load, const std::byte* bytes, std::u
     // Chunks wholly in this slot open straight from it into the tensor: one pass over the
     // bytes instead of a copy and a second pass. Pieces of chunks that straddle slots are
     // gathered in the tensor and opened in place once complete.
-    const std::uint64_t data_length = load.info->data_length_bytes;
-    const std::size_t chunk_count = decryption.missing.size();
-    std::size_t first = chunk_count == 1 ? 0 : static_cast<std::size_t>(begin / decryption.cipher.chunk_size_bytes);
-    for (std::size_t i = first; i < chunk_count; ++i) {
-        CipherChunk chunk = cipher_chunk(decryption.cipher, data_length, i);
-        if (chunk.offset_bytes >= end) {
-            break;
-        }
-        const std::uint64_t from = std::max(begin, chunk.offset_bytes);
-        const std::uint64_t to = std::min(end, chunk.offset_bytes + chunk.length_bytes);
-        if (from == chunk.offset_bytes && to == chunk.offset_bytes + chunk.length_bytes) {
-            std::span<const std::byte> ciphertext(bytes + (from - begin), chunk.length_bytes);
-            if (!open_chunk(load, i, ciphertext)) {
-                return;
-            }
-            continue;
-        }
-        copy_to_destination(load.destination + from, bytes + (from - begin), to - from);
-        on_ciphertext(load, from, to);
-    }
+    for_each_chunk_in(decryption, load.info->data_length_bytes, begin, end,
+                      [&](std::size_t i, const CipherChunk& chunk) {
+                          const std::uint64_t from = std::max(begin, chunk.offset_bytes);
+                          const std::uint64_t to = std::min(end, chunk.offset_bytes + chunk.length_bytes);
+                          if (from == chunk.offset_bytes && to == chunk.offset_bytes + chunk.length_bytes) {
+                              return open_chunk(load, i, {bytes + (from - begin), chunk.length_bytes});
+                          }
+                          copy_to_destination(load.destination + from, bytes + (from - begin), to - from);
+                          on_ciphertext(load, from, to);
+                          return true;
+                      });
 }
 
 bool LoadGraph::open_chunk(TensorLoad& load, std::size_t index, std::span<const std::byte> ciphertext) {
@@ -309,16 +310,18 @@ bool LoadGraph::open_chunk(TensorLoad& load, std::size_t index, std::span<const 
     Nonce nonce = nonce_plus(decryption.cipher.initial_nonce, index);
     if (!open_into(plaintext, ciphertext, decryption.cipher.macs[index], nonce, *decryption.key)) {
         record_failure(tensor_error(
-            load, fail(errc::decryption_failed,
-                       "cipher chunk " + std::to_string(index + 1) + " of " + std::to_string(decryption.missing.size()) +
-                           " (data bytes " + std::to_string(chunk.offset_bytes) + ".." +
-                           std::to_string(chunk.offset_bytes + chunk.length_bytes) +
-                           ") failed authentication: wrong key or passphrase, or the data or its MAC is corrupted")));
+            load,
+            fail(errc::decryption_failed,
+                 "cipher chunk " + std::to_string(index + 1) + " of " + std::to_string(decryption.missing.size()) +
+                     " (data bytes " + std::to_string(chunk.offset_bytes) + ".." +
+                     std::to_string(chunk.offset_bytes + chunk.length_bytes) +
+                     ") failed authentication: wrong key or passphrase, or the data or its MAC is corrupted")));
         return false;
     }
     decryption.chunks_done.fetch_add(1, std::memory_order_acq_rel);
     if (load.sequencer) {
-        submit_hash(load, load.data_offset + chunk.offset_bytes, load.data_offset + chunk.offset_bytes + chunk.length_bytes);
+        submit_hash(load, load.data_offset + chunk.offset_bytes,
+                    load.data_offset + chunk.offset_bytes + chunk.length_bytes);
     }
     return true;
 }

@@ -247,7 +247,8 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
             const CipherRecord& cipher = *record.spec.crypt->cipher;
             for (std::size_t c = 0; c < record.macs.size(); ++c) {
                 CipherChunk chunk = cipher_chunk(cipher, record.spec.data_length, c);
-                add_piece(record.data_offset + chunk.offset_bytes, chunk.length_bytes, true, {Kind::cipher_chunk, r, c});
+                add_piece(record.data_offset + chunk.offset_bytes, chunk.length_bytes, true,
+                          {Kind::cipher_chunk, r, c});
             }
         } else if (record.spec.data_length > 0) {
             add_piece(record.data_offset, record.spec.data_length, false, {Kind::data, r, 0});
@@ -280,8 +281,8 @@ Result<bool> WriteGraph::hash_step(Record& record) {
     const std::uint64_t step_end = std::min(record.spec.data_length, state.hashed_bytes + hash_step_bytes);
     for (std::uint64_t& at = state.hashed_bytes; at < step_end;) {
         const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(hash_block_bytes, step_end - at));
-        std::span<const std::byte> block = record.stored_as_zeros ? std::span(zeros).first(length)
-                                                                  : record.tensor->bytes.subspan(at, length);
+        std::span<const std::byte> block =
+            record.stored_as_zeros ? std::span(zeros).first(length) : record.tensor->bytes.subspan(at, length);
         if (with_crc) {
             state.crc.update(block);
         }

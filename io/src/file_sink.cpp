@@ -5,17 +5,17 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/random_access_file.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/random_access_file.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -71,16 +71,15 @@ Task<Result<std::size_t>> pwrite_task(int fd, const std::byte* data, std::size_t
 
 // Where the bytes go before commit: an unnamed file, or a named one next to the target.
 struct TemporaryFile {
-    FileDescriptor fd;         // read-write, through the page cache
-    FileDescriptor direct_fd;  // O_DIRECT, or invalid where refused
-    std::string named;         // the named temporary's file name in the directory; empty if unnamed
+    FileDescriptor fd;        // read-write, through the page cache
+    FileDescriptor direct_fd; // O_DIRECT, or invalid where refused
+    std::string named;        // the named temporary's file name in the directory; empty if unnamed
 };
 
 Result<TemporaryFile> create_temporary(int dir_fd, const std::string& dir_path, const std::string& base,
                                        const FileSinkOptions& options) {
     TemporaryFile temp;
-    const bool try_unnamed =
-        options.allow_unnamed_temporary && !posix::environment_flag("RINGLOAD_DISABLE_O_TMPFILE");
+    const bool try_unnamed = options.allow_unnamed_temporary && !posix::environment_flag("RINGLOAD_DISABLE_O_TMPFILE");
     if (try_unnamed) {
         temp.fd = FileDescriptor(::openat(dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0666));
         // Linking it in later goes through /proc/self/fd: without /proc, name it now instead.
@@ -274,9 +273,9 @@ private:
                 auto window = asio::buffer(page.bytes.data() + done, page.bytes.size() - done);
                 auto [ec, n] = co_await file.async_write_some_at(page.offset_bytes + done, window, use_task);
                 if (ec || n == 0) {
-                    state->error = fail(errc::io_error, target_ + ": write at offset " +
-                                                            std::to_string(page.offset_bytes + done) + " failed: " +
-                                                            (ec ? ec.message() : std::string("nothing written")));
+                    state->error =
+                        fail(errc::io_error, target_ + ": write at offset " + std::to_string(page.offset_bytes + done) +
+                                                 " failed: " + (ec ? ec.message() : std::string("nothing written")));
                     break;
                 }
                 done += n;

@@ -25,9 +25,9 @@ namespace ringload {
 namespace {
 
 using posix::direct_aligned;
+using posix::direct_alignment_bytes;
 using posix::errno_error;
 using posix::FileDescriptor;
-using posix::direct_alignment_bytes;
 
 // Above this fraction of pages cached, buffered reads beat O_DIRECT.
 constexpr double cached_threshold = 0.9;

@@ -34,8 +34,9 @@ bool use_io_uring(bool allowed) {
     }
     static std::once_flag said;
     std::call_once(said, [] {
-        std::fprintf(stderr, "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
-                             "RINGLOAD_DISABLE_IO_URING?); using pread/pwrite\n");
+        std::fprintf(stderr,
+                     "ringload: io_uring unavailable (seccomp, kernel.io_uring_disabled or "
+                     "RINGLOAD_DISABLE_IO_URING?); using pread/pwrite\n");
     });
     return false;
 }

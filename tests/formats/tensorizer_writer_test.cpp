@@ -26,8 +26,8 @@ std::vector<TensorToWrite> to_write(const LoadedModel& model) {
     std::vector<TensorToWrite> tensors;
     for (const auto& tensor : model.tensors) {
         const TensorInfo& info = tensor.info;
-        tensors.push_back({info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index,
-                           info.tensor_type});
+        tensors.push_back(
+            {info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index, info.tensor_type});
     }
     return tensors;
 }
@@ -86,8 +86,8 @@ TEST(TensorizerWriter, EveryFixtureRoundTripsPlainAndEncrypted) {
         SCOPED_TRACE(file);
         const auto manifest = testing::read_json((tensorizer_dir() / file).string() + ".json");
         const auto& encryption = manifest["encryption"];
-        const auto decryption = testing::decryption_for(encryption, encryption.is_null() ? nlohmann::json()
-                                                                                        : encryption["kind"]);
+        const auto decryption =
+            testing::decryption_for(encryption, encryption.is_null() ? nlohmann::json() : encryption["kind"]);
         const LoadedModel original = load(tensorizer_dir() / file, decryption);
         const auto tensors = to_write(original);
 
@@ -122,10 +122,10 @@ TEST(TensorizerWriter, EveryWritePathGivesTheSameBytes) {
         std::uint32_t slot_count;
         std::size_t slot_size_bytes;
     };
-    for (const Variant& variant : {Variant{"default", nullptr, 32, 4 << 20},
-                                   Variant{"two tiny slots", nullptr, 2, 8192},
-                                   Variant{"pwrite", "RINGLOAD_DISABLE_IO_URING", 32, 4 << 20},
-                                   Variant{"named temporary", "RINGLOAD_DISABLE_O_TMPFILE", 4, 1 << 20}}) {
+    for (const Variant& variant :
+         {Variant{"default", nullptr, 32, 4 << 20}, Variant{"two tiny slots", nullptr, 2, 8192},
+          Variant{"pwrite", "RINGLOAD_DISABLE_IO_URING", 32, 4 << 20},
+          Variant{"named temporary", "RINGLOAD_DISABLE_O_TMPFILE", 4, 1 << 20}}) {
         SCOPED_TRACE(variant.name);
         std::optional<ScopedEnvironment> environment;
         if (variant.environment != nullptr) {

@@ -15,8 +15,8 @@
 
 #include "ringload/serializer.hpp"
 
-#include <nlohmann/json.hpp>
 #include <openssl/evp.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -144,7 +144,8 @@ int write_cases(const std::string& dir, const std::string& key_file, const std::
         std::cerr << written.error().message() << "\n";
         return 1;
     }
-    manifest["files"].push_back({{"file", "many.tensors"}, {"data_version", written->data_version}, {"tensors", many_rows}});
+    manifest["files"].push_back(
+        {{"file", "many.tensors"}, {"data_version", written->data_version}, {"tensors", many_rows}});
     std::cout << manifest.dump() << "\n";
     return 0;
 }

@@ -1,0 +1,13 @@
+# bench/common.sh: sourced by the benchmark scripts. Needs $warm (ringload-warm-ram) and $size.
+#
+# prepare: before every timed run, drop the page cache (as root) and warm RAM the same way,
+# because this VM hands freed RAM back to the host and a first touch of it is slow
+# (docs/benchmarks.md).
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
+prepare() {
+    if [ $can_drop = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
+    "$warm" $((size + (512 << 20)))
+}
+# json_field EXPR: evaluates EXPR over d = the JSON object on stdin.
+json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }

@@ -29,6 +29,7 @@ struct LoadArgs {
     std::size_t slot_size_bytes = 4 << 20;
     std::size_t threads = 0;
     bool prefault = true;
+    std::size_t connections = 8;
     KeyFileArgs keys;
 };
 
@@ -113,6 +114,7 @@ int run_load(const LoadArgs& args) {
     }
     OpenOptions open_options;
     open_options.read_mode = *mode;
+    open_options.connections = args.connections;
     open_options.decryption = std::move(*decryption);
     auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
@@ -146,6 +148,7 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--slot-size", args->slot_size_bytes, "Bytes per ring slot (multiple of 4096)");
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
     command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
+    command->add_option("--connections", args->connections, "http:// sources: range requests in flight");
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };
 }

@@ -8,6 +8,7 @@
 #include "ringload/engine/hashes.hpp"
 #include "ringload/host_arena.hpp"
 #include "ringload/io/file_source.hpp"
+#include "ringload/io/http_source.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
 #include "uri.hpp"
@@ -74,11 +75,18 @@ const std::string& Deserializer::uri() const noexcept {
 }
 
 Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions options) {
-    RL_TRY(path, local_path_of(uri));
     auto impl = std::make_unique<Impl>();
     impl->uri = std::string(uri);
-    RL_TRY(source, open_file_source(impl->loop, path, {file_read_mode(options.read_mode)}));
-    impl->source = std::move(source);
+    if (is_http_uri(uri)) {
+        HttpSourceOptions http;
+        http.connections = options.connections;
+        RL_TRY(source, run_on_loop(impl->loop, open_http_source(impl->loop, impl->uri, http)));
+        impl->source = std::move(source);
+    } else {
+        RL_TRY(path, local_path_of(uri));
+        RL_TRY(source, open_file_source(impl->loop, path, {file_read_mode(options.read_mode)}));
+        impl->source = std::move(source);
+    }
     RL_TRY(index, run_on_loop(impl->loop, tensorizer::read_index(*impl->source)));
     impl->index = std::move(index);
     if (options.decryption) {

@@ -1,7 +1,7 @@
 // bindings/cpp/src/uri.hpp
 //
-// Which source a URI names. Only local files exist so far; the other schemes are recognised
-// so that they fail with a clear message rather than as "file not found".
+// Which source a URI names: local files and http:// for reading so far; the other schemes are
+// recognised so that they fail with a clear message rather than as "file not found".
 #pragma once
 
 #include "ringload/error.hpp"
@@ -11,6 +11,11 @@
 
 namespace ringload {
 
+inline bool is_http_uri(std::string_view uri) {
+    return uri.starts_with("http://") || uri.starts_with("https://");
+}
+
+// The path of a local file URI; other schemes fail with a message naming them.
 inline Result<std::string> local_path_of(std::string_view uri) {
     if (uri.starts_with("file://")) {
         return std::string(uri.substr(7));

@@ -46,6 +46,8 @@ struct OpenOptions {
     // For encrypted files. Given for a file that is not encrypted, open() fails (as tensorizer
     // does). A passphrase's Argon2id key is derived here, not during load().
     std::optional<DecryptionParams> decryption;
+    // http:// sources: range requests in flight (one keep-alive connection each).
+    std::size_t connections = 8;
 };
 
 struct LoadOptions {
@@ -80,7 +82,8 @@ struct LoadedModel {
 
 class Deserializer {
 public:
-    // A local path or file:// URI. (http, https, s3 and redis arrive with the network sources.)
+    // A local path, file:// URI or http:// URL (HTTP/1.1 range reads). (https, s3 and redis
+    // arrive with the rest of the network sources.)
     static Result<Deserializer> open(std::string_view uri, OpenOptions options = {});
 
     Deserializer(Deserializer&&) noexcept;

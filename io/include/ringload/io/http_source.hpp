@@ -1,0 +1,34 @@
+// io/include/ringload/io/http_source.hpp
+//
+// An object behind an http:// URL as a Source: HTTP/1.1 range GETs (Boost.Beast) on a few
+// keep-alive connections, each response body read straight into its ring slot.
+//
+//     RL_TRY(source, run_on_loop(loop, open_http_source(loop, "http://127.0.0.1:8080/m.tensors")));
+//
+// Opening sends `Range: bytes=0-0` to learn the size (Content-Range) and pin the object's
+// validator (ETag, else Last-Modified): a later response with another one fails the load with
+// "object changed while loading". A response that ends early returns what arrived (the engine
+// re-requests the rest); a connection reset before any byte is retried once on a fresh
+// connection. Not yet: TLS, HTTP/2, retries with backoff, redirects, servers ignoring Range.
+// Thread: the loop thread.
+#pragma once
+
+#include "ringload/engine/source.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace ringload {
+
+struct HttpSourceOptions {
+    std::size_t connections = 8;               // range requests in flight
+    std::chrono::milliseconds timeout{30'000}; // connect, and each read or write on a connection
+};
+
+Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,
+                                                       HttpSourceOptions options = {});
+
+} // namespace ringload

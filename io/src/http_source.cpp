@@ -1,0 +1,339 @@
+// io/src/http_source.cpp
+#include "ringload/io/http_source.hpp"
+
+#include "ringload/io/url.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace ringload {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr const char* user_agent = "ringload/0.1";
+
+struct Connection {
+    explicit Connection(asio::any_io_executor loop) : stream(loop) {}
+    beast::tcp_stream stream;
+    beast::flat_buffer buffer; // bytes read past a response header belong to its body
+    bool connected = false;
+};
+
+// "bytes A-B/T" -> A, B, T (T may be "*").
+struct ContentRange {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    std::optional<std::uint64_t> total;
+};
+
+std::optional<std::uint64_t> parse_number(std::string_view text) {
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<ContentRange> parse_content_range(std::string_view text) {
+    if (!text.starts_with("bytes ")) {
+        return std::nullopt;
+    }
+    text.remove_prefix(6);
+    const auto dash = text.find('-');
+    const auto slash = text.find('/');
+    if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) {
+        return std::nullopt;
+    }
+    auto first = parse_number(text.substr(0, dash));
+    auto last = parse_number(text.substr(dash + 1, slash - dash - 1));
+    if (!first || !last || *last < *first) {
+        return std::nullopt;
+    }
+    ContentRange range{*first, *last, std::nullopt};
+    if (text.substr(slash + 1) != "*") {
+        range.total = parse_number(text.substr(slash + 1));
+        if (!range.total) {
+            return std::nullopt;
+        }
+    }
+    return range;
+}
+
+// What one range request came to.
+struct Exchange {
+    Result<std::size_t> bytes = std::size_t{0};
+    bool reusable = false;    // the connection may serve the next request
+    bool retry_fresh = false; // a reused connection failed before any response: try a new one
+};
+
+// The first response's facts, which every later response must repeat.
+struct ObjectFacts {
+    std::uint64_t size_bytes = 0;
+    std::string validator_name; // "ETag" or "Last-Modified"; empty when the server sends neither
+    std::string validator;
+};
+
+class HttpSource final : public Source {
+public:
+    HttpSource(asio::io_context& loop, Url url, HttpSourceOptions options)
+        : url_(std::move(url)), name_(url_.text()), options_(options), connection_freed_(loop) {
+        connection_freed_.expires_at(asio::steady_timer::time_point::max());
+    }
+
+    const std::string& name() const override { return name_; }
+    std::uint64_t size_bytes() const override { return facts_.size_bytes; }
+    std::size_t alignment_bytes() const override { return 1; }
+    std::string describe() const override {
+        return "HTTP/1.1, " + std::to_string(options_.connections) + " connections";
+    }
+
+    Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
+        auto read = range_get(offset_bytes, target.bytes());
+        co_return co_await std::move(read);
+    }
+    Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
+        auto read = range_get(offset_bytes, dst);
+        co_return co_await std::move(read);
+    }
+
+    // Resolves the host, then asks for byte 0 to learn the size and the validator.
+    Task<Result<void>> open() {
+        auto loop = co_await asio::this_coro::executor;
+        tcp::resolver resolver(loop);
+        auto [ec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, use_task);
+        if (ec) {
+            co_return fail(errc::io_error, name_ + ": cannot resolve " + url_.host + ": " + ec.message());
+        }
+        endpoints_ = std::move(endpoints);
+        std::byte first[1];
+        auto probe = range_get(0, first);
+        auto got = co_await std::move(probe);
+        if (!got) {
+            co_return got.error();
+        }
+        co_return Result<void>();
+    }
+
+private:
+    Task<std::unique_ptr<Connection>> acquire() {
+        for (;;) {
+            if (!idle_.empty()) {
+                auto connection = std::move(idle_.back());
+                idle_.pop_back();
+                co_return connection;
+            }
+            if (open_connections_ < options_.connections) {
+                ++open_connections_;
+                auto loop = co_await asio::this_coro::executor;
+                co_return std::make_unique<Connection>(loop);
+            }
+            auto waited = co_await connection_freed_.async_wait(use_task);
+            (void)waited;
+        }
+    }
+
+    void release(std::unique_ptr<Connection> connection, bool reusable) {
+        if (reusable) {
+            idle_.push_back(std::move(connection));
+        } else {
+            --open_connections_;
+        }
+        connection_freed_.cancel(); // wakes every waiter; each checks again
+    }
+
+    Task<Result<std::size_t>> range_get(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        if (dst.empty() || (opened_ && offset_bytes >= facts_.size_bytes)) {
+            co_return std::size_t{0};
+        }
+        const std::size_t length =
+            opened_ ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes))
+                    : dst.size();
+        for (int attempt = 0;; ++attempt) {
+            auto connection = co_await acquire();
+            auto request = exchange(*connection, offset_bytes, dst.first(length));
+            Exchange done = co_await std::move(request);
+            release(std::move(connection), done.reusable);
+            if (done.retry_fresh && attempt == 0) {
+                continue;
+            }
+            co_return std::move(done.bytes);
+        }
+    }
+
+    Error http_error(const std::string& what, std::uint64_t offset_bytes, std::size_t length) const {
+        return fail(errc::io_error, name_ + ": bytes " + std::to_string(offset_bytes) + "-" +
+                                        std::to_string(offset_bytes + length - 1) + ": " + what);
+    }
+
+    // One GET with a Range header on `connection`, its body straight into `dst`.
+    Task<Exchange> exchange(Connection& connection, std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        Exchange out;
+        const bool reused = connection.connected;
+        if (!connection.connected) {
+            connection.stream.expires_after(options_.timeout);
+            auto [ec, endpoint] = co_await connection.stream.async_connect(endpoints_, use_task);
+            if (ec) {
+                out.bytes =
+                    fail(errc::io_error, name_ + ": cannot connect to " + url_.host_header + ": " + ec.message());
+                co_return out;
+            }
+            // Requests are small writes followed by a read: without NODELAY, Nagle and delayed
+            // ACKs cost up to 200 ms per request.
+            boost::system::error_code ignored;
+            connection.stream.socket().set_option(tcp::no_delay(true), ignored);
+            connection.connected = true;
+        }
+        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
+        request.set(http::field::host, url_.host_header);
+        request.set(http::field::user_agent, user_agent);
+        request.set(http::field::range,
+                    "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1));
+        connection.stream.expires_after(options_.timeout);
+        auto [write_ec, written] = co_await http::async_write(connection.stream, request, use_task);
+        (void)written;
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+        boost::system::error_code read_ec = write_ec;
+        if (!read_ec) {
+            connection.stream.expires_after(options_.timeout);
+            auto [header_ec, header_bytes] =
+                co_await http::async_read_header(connection.stream, connection.buffer, parser, use_task);
+            (void)header_bytes;
+            read_ec = header_ec;
+        }
+        if (read_ec) {
+            // A keep-alive connection the server closed meanwhile fails here: worth one retry.
+            out.retry_fresh = reused;
+            out.bytes = http_error("no response: " + read_ec.message(), offset_bytes, dst.size());
+            co_return out;
+        }
+        auto& response = parser.get();
+        auto checked = check_response(response, offset_bytes, dst.size());
+        if (!checked) {
+            out.bytes = checked.error();
+            co_return out; // the body is not read: the connection is not reusable
+        }
+        const auto content_length = parser.content_length();
+        if (!content_length || parser.chunked() || *content_length > dst.size()) {
+            out.bytes = http_error("a 206 response whose body is not " + std::to_string(dst.size()) + " bytes long",
+                                   offset_bytes, dst.size());
+            co_return out;
+        }
+        // The body goes straight into `dst`: first what was read along with the header, then
+        // socket reads into the slot itself (Beast's parser would read in 512-byte pieces into
+        // its own buffer and copy).
+        const auto expected = static_cast<std::size_t>(*content_length);
+        std::size_t got = asio::buffer_copy(asio::buffer(dst.data(), expected), connection.buffer.data());
+        connection.buffer.consume(got);
+        while (got < expected) {
+            connection.stream.expires_after(options_.timeout);
+            auto window = asio::buffer(dst.data() + got, expected - got);
+            auto [body_ec, body_bytes] = co_await connection.stream.async_read_some(window, use_task);
+            got += body_bytes;
+            if (body_ec) {
+                // Cut mid-body: what arrived counts; the engine asks again from there.
+                out.bytes = got > 0 ? Result<std::size_t>(got)
+                                    : Result<std::size_t>(http_error("the body was cut off: " + body_ec.message(),
+                                                                     offset_bytes, dst.size()));
+                co_return out;
+            }
+        }
+        out.reusable = parser.keep_alive();
+        out.bytes = got;
+        co_return out;
+    }
+
+    // Status, Content-Range and the validator of a response to "bytes=offset-...".
+    template <class Response>
+    Result<void> check_response(const Response& response, std::uint64_t offset_bytes, std::size_t length) {
+        const unsigned status = response.result_int();
+        if (status == 404 || status == 410) {
+            return fail(errc::not_found,
+                        name_ + ": HTTP " + std::to_string(status) + " " + std::string(response.reason()));
+        }
+        if (status == 200) {
+            return http_error("the server ignored the Range header (HTTP 200): range reads are needed", offset_bytes,
+                              length);
+        }
+        if (status != 206) {
+            return http_error("HTTP " + std::to_string(status) + " " + std::string(response.reason()), offset_bytes,
+                              length);
+        }
+        auto range = parse_content_range(response[http::field::content_range]);
+        if (!range || range->first != offset_bytes || !range->total || range->last >= *range->total) {
+            return http_error(
+                "a 206 response with Content-Range '" + std::string(response[http::field::content_range]) + "'",
+                offset_bytes, length);
+        }
+        std::string validator_name = response.count(http::field::etag) != 0            ? "ETag"
+                                     : response.count(http::field::last_modified) != 0 ? "Last-Modified"
+                                                                                       : "";
+        std::string validator =
+            validator_name.empty()
+                ? ""
+                : std::string(response[validator_name == "ETag" ? http::field::etag : http::field::last_modified]);
+        if (!opened_) {
+            facts_ = {*range->total, validator_name, validator};
+            opened_ = true;
+            return {};
+        }
+        if (*range->total != facts_.size_bytes || validator_name != facts_.validator_name ||
+            validator != facts_.validator) {
+            return fail(errc::io_error,
+                        name_ + ": object changed while loading (" +
+                            (*range->total != facts_.size_bytes
+                                 ? "size " + std::to_string(facts_.size_bytes) + " -> " + std::to_string(*range->total)
+                                 : facts_.validator_name + " " + facts_.validator + " -> " + validator) +
+                            ")");
+        }
+        return {};
+    }
+
+    Url url_;
+    std::string name_;
+    HttpSourceOptions options_;
+    tcp::resolver::results_type endpoints_;
+    ObjectFacts facts_;
+    bool opened_ = false;
+    std::vector<std::unique_ptr<Connection>> idle_;
+    std::size_t open_connections_ = 0;
+    asio::steady_timer connection_freed_;
+};
+
+} // namespace
+
+Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,
+                                                       HttpSourceOptions options) {
+    auto parsed = parse_http_url(url);
+    if (!parsed) {
+        co_return parsed.error();
+    }
+    if (parsed->scheme != "http") {
+        co_return fail(errc::unsupported, url + ": https is not available yet (only http://)");
+    }
+    if (options.connections == 0) {
+        co_return fail(errc::invalid_argument, url + ": 0 connections");
+    }
+    auto source = std::make_unique<HttpSource>(loop, std::move(*parsed), options);
+    auto opening = source->open();
+    auto opened = co_await std::move(opening);
+    if (!opened) {
+        co_return opened.error();
+    }
+    co_return std::unique_ptr<Source>(std::move(source));
+}
+
+} // namespace ringload

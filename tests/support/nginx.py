@@ -1,0 +1,84 @@
+"""tests/support/nginx.py: a real nginx on 127.0.0.1 for the network tests, in its own prefix.
+
+    with Nginx(root_dir) as server:
+        url = server.http_url + "/tensorizer/basic_v1.tensors"   # HTTP/1.1, cleartext
+
+Runs unprivileged (`nginx -p PREFIX -c nginx.conf`, the recipe in the project's testbed notes),
+on a free port, and is stopped (and its prefix removed) on exit. Raises SkipTest-like
+RuntimeError with the reason when nginx is not installed, so that callers can exit 77.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+CONFIG = """
+worker_processes 1;
+daemon on;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/client_temp;
+    proxy_temp_path {prefix}/proxy_temp;
+    fastcgi_temp_path {prefix}/fastcgi_temp;
+    uwsgi_temp_path {prefix}/uwsgi_temp;
+    scgi_temp_path {prefix}/scgi_temp;
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{http_port};
+        root {root};
+    }}
+}}
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Nginx:
+    def __init__(self, root):
+        self.binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+        if self.binary is None:
+            raise RuntimeError("nginx is not installed (scripts/setup.sh installs it)")
+        self.root = os.path.realpath(root)
+        self.prefix = tempfile.mkdtemp(prefix="ringload-nginx-")
+        self.http_port = free_port()
+        self.http_url = f"http://127.0.0.1:{self.http_port}"
+
+    def __enter__(self):
+        config = os.path.join(self.prefix, "nginx.conf")
+        with open(config, "w") as f:
+            f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port))
+        subprocess.run([self.binary, "-p", self.prefix + "/", "-c", config, "-e", os.path.join(self.prefix, "error.log")],
+                       check=True, capture_output=True, timeout=30)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.http_port), timeout=1).close()
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("nginx did not start: " + open(os.path.join(self.prefix, "error.log")).read())
+                time.sleep(0.05)
+
+    def __exit__(self, *exc):
+        pid_file = os.path.join(self.prefix, "nginx.pid")
+        try:
+            with open(pid_file) as f:
+                pid = int(f.read())
+            os.kill(pid, 15)
+            deadline = time.monotonic() + 10
+            while os.path.exists(pid_file) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except (OSError, ValueError):
+            pass
+        shutil.rmtree(self.prefix, ignore_errors=True)

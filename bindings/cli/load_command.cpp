@@ -30,6 +30,8 @@ struct LoadArgs {
     std::size_t threads = 0;
     bool prefault = true;
     std::size_t connections = 8;
+    double timeout = 30;
+    std::size_t attempts = 6;
     KeyFileArgs keys;
 };
 
@@ -115,6 +117,8 @@ int run_load(const LoadArgs& args) {
     OpenOptions open_options;
     open_options.read_mode = *mode;
     open_options.connections = args.connections;
+    open_options.timeout_seconds = args.timeout;
+    open_options.attempts = args.attempts;
     open_options.decryption = std::move(*decryption);
     auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
@@ -149,6 +153,8 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
     command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
     command->add_option("--connections", args->connections, "http:// sources: range requests in flight");
+    command->add_option("--timeout", args->timeout, "http:// sources: seconds to connect or wait for the server");
+    command->add_option("--attempts", args->attempts, "http:// sources: tries per request (backoff in between)");
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };
 }

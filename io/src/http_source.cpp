@@ -13,6 +13,7 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <random>
 #include <vector>
 
 namespace ringload {
@@ -75,9 +76,16 @@ std::optional<ContentRange> parse_content_range(std::string_view text) {
 // What one range request came to.
 struct Exchange {
     Result<std::size_t> bytes = std::size_t{0};
-    bool reusable = false;    // the connection may serve the next request
-    bool retry_fresh = false; // a reused connection failed before any response: try a new one
+    bool reusable = false;                    // the connection may serve the next request
+    bool retry_fresh = false;                 // a reused connection failed before any response: try a new one
+    bool retryable = false;                   // worth asking again after a pause (resets, timeouts, 429, 5xx)
+    std::chrono::milliseconds retry_after{0}; // what the server asked for (Retry-After), if anything
 };
+
+// 408, 429 and the 5xx a proxy or an overloaded server answers: the next try may succeed.
+bool retryable_status(unsigned status) {
+    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
 
 // The first response's facts, which every later response must repeat.
 struct ObjectFacts {
@@ -161,16 +169,44 @@ private:
         const std::size_t length =
             opened_ ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes))
                     : dst.size();
-        for (int attempt = 0;; ++attempt) {
+        bool fresh_retry_used = false;
+        for (std::size_t attempt = 1;; ++attempt) {
             auto connection = co_await acquire();
             auto request = exchange(*connection, offset_bytes, dst.first(length));
             Exchange done = co_await std::move(request);
             release(std::move(connection), done.reusable);
-            if (done.retry_fresh && attempt == 0) {
+            if (done.bytes || (!done.retryable && !done.retry_fresh)) {
+                co_return std::move(done.bytes);
+            }
+            if (done.retry_fresh && !fresh_retry_used) {
+                fresh_retry_used = true; // a stale keep-alive: at once, and not counted
+                --attempt;
                 continue;
             }
-            co_return std::move(done.bytes);
+            if (attempt >= options_.attempts) {
+                Error error = done.bytes.error();
+                error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
+                co_return error;
+            }
+            auto pause = backoff(attempt, done.retry_after);
+            co_await std::move(pause);
         }
+    }
+
+    // Exponential backoff with jitter: base * 2^(attempt-1), capped, then a random point in its
+    // upper half; at least what the server asked for with Retry-After (capped too).
+    Task<void> backoff(std::size_t attempt, std::chrono::milliseconds retry_after) {
+        const auto exponent = std::min<std::size_t>(attempt - 1, 20);
+        std::chrono::milliseconds delay =
+            std::min<std::chrono::milliseconds>(options_.backoff_base * (1LL << exponent), options_.backoff_max);
+        std::uniform_int_distribution<long long> jitter(delay.count() / 2, delay.count());
+        delay = std::chrono::milliseconds(jitter(random_));
+        delay = std::max(delay, std::min<std::chrono::milliseconds>(retry_after, options_.backoff_max));
+        auto loop = co_await asio::this_coro::executor;
+        asio::steady_timer timer(loop);
+        timer.expires_after(delay);
+        auto waited = co_await timer.async_wait(use_task);
+        (void)waited;
     }
 
     Error http_error(const std::string& what, std::uint64_t offset_bytes, std::size_t length) const {
@@ -188,6 +224,7 @@ private:
             if (ec) {
                 out.bytes =
                     fail(errc::io_error, name_ + ": cannot connect to " + url_.host_header + ": " + ec.message());
+                out.retryable = true;
                 co_return out;
             }
             // Requests are small writes followed by a read: without NODELAY, Nagle and delayed
@@ -217,6 +254,7 @@ private:
         if (read_ec) {
             // A keep-alive connection the server closed meanwhile fails here: worth one retry.
             out.retry_fresh = reused;
+            out.retryable = true;
             out.bytes = http_error("no response: " + read_ec.message(), offset_bytes, dst.size());
             co_return out;
         }
@@ -224,6 +262,10 @@ private:
         auto checked = check_response(response, offset_bytes, dst.size());
         if (!checked) {
             out.bytes = checked.error();
+            out.retryable = retryable_status(response.result_int());
+            if (auto seconds = parse_number(response[http::field::retry_after])) {
+                out.retry_after = std::chrono::seconds(*seconds);
+            }
             co_return out; // the body is not read: the connection is not reusable
         }
         const auto content_length = parser.content_length();
@@ -248,6 +290,7 @@ private:
                 out.bytes = got > 0 ? Result<std::size_t>(got)
                                     : Result<std::size_t>(http_error("the body was cut off: " + body_ec.message(),
                                                                      offset_bytes, dst.size()));
+                out.retryable = true;
                 co_return out;
             }
         }
@@ -311,6 +354,7 @@ private:
     std::vector<std::unique_ptr<Connection>> idle_;
     std::size_t open_connections_ = 0;
     asio::steady_timer connection_freed_;
+    std::minstd_rand random_{std::random_device{}()};
 };
 
 } // namespace

@@ -80,6 +80,8 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     if (is_http_uri(uri)) {
         HttpSourceOptions http;
         http.connections = options.connections;
+        http.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
+        http.attempts = options.attempts;
         RL_TRY(source, run_on_loop(impl->loop, open_http_source(impl->loop, impl->uri, http)));
         impl->source = std::move(source);
     } else {

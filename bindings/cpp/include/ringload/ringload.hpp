@@ -46,8 +46,12 @@ struct OpenOptions {
     // For encrypted files. Given for a file that is not encrypted, open() fails (as tensorizer
     // does). A passphrase's Argon2id key is derived here, not during load().
     std::optional<DecryptionParams> decryption;
-    // http:// sources: range requests in flight (one keep-alive connection each).
+    // http:// sources: range requests in flight (one keep-alive connection each), the limit on
+    // connecting and on each wait for the server, and how many tries a failing request gets
+    // (exponential backoff with jitter in between).
     std::size_t connections = 8;
+    double timeout_seconds = 30;
+    std::size_t attempts = 6;
 };
 
 struct LoadOptions {

@@ -8,8 +8,9 @@
 // Opening sends `Range: bytes=0-0` to learn the size (Content-Range) and pin the object's
 // validator (ETag, else Last-Modified): a later response with another one fails the load with
 // "object changed while loading". A response that ends early returns what arrived (the engine
-// re-requests the rest); a connection reset before any byte is retried once on a fresh
-// connection. Not yet: TLS, HTTP/2, retries with backoff, redirects, servers ignoring Range.
+// re-requests the rest from there); a stale keep-alive connection is replaced at once; resets,
+// timeouts, 408/429/5xx are retried with exponential backoff and jitter up to `attempts`.
+// Not yet: TLS, HTTP/2, redirects, servers that ignore Range.
 // Thread: the loop thread.
 #pragma once
 
@@ -26,6 +27,11 @@ namespace ringload {
 struct HttpSourceOptions {
     std::size_t connections = 8;               // range requests in flight
     std::chrono::milliseconds timeout{30'000}; // connect, and each read or write on a connection
+    // Connection failures, resets, timeouts, 408/429/5xx: tried this many times in all, with
+    // exponential backoff and jitter in between (Retry-After honoured up to backoff_max).
+    std::size_t attempts = 6;
+    std::chrono::milliseconds backoff_base{100};
+    std::chrono::milliseconds backoff_max{5'000};
 };
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""tests/bindings/http_faults_test.py RINGLOAD DATA_DIR
+
+Network faults between `ringload` and a real nginx, injected by our proxy
+(tests/support/fault_proxy.py): connections cut mid-body, resets, stalls, 503 bursts. Each load
+of an 8 MB fixture (hashes verified) ends with the manifest's values, or, when the fault never
+ends or cannot be worked around, fails with one clear line inside its deadline. Exits 77 where
+nginx is not installed.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from fault_proxy import FaultProxy  # noqa: E402
+from nginx import Nginx  # noqa: E402
+
+RINGLOAD, DATA = sys.argv[1:3]
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, condition, detail=""):
+    results["passed" if condition else "failed"] += 1
+    if not condition:
+        print(f"FAIL {name}: {detail}")
+
+
+try:
+    server = Nginx(DATA)
+except RuntimeError as error:
+    print(f"SKIP: {error}")
+    sys.exit(77)
+
+FILE = "large_mixed_v2.tensors"
+manifest = json.load(open(os.path.join(DATA, "tensorizer", FILE + ".json")))
+want = [t["sha256"] for t in manifest["tensors"]]
+
+with server, FaultProxy(server.http_port) as proxy:
+    url = f"{proxy.url}/tensorizer/{FILE}"
+
+    def load(faults, deadline):
+        proxy.schedule(faults)
+        started = time.monotonic()
+        out = subprocess.run([RINGLOAD, "load", url, "--json", "--sha256", "--verify", "--connections", "4",
+                              "--timeout", "1"], capture_output=True, text=True, timeout=deadline + 30)
+        return out, time.monotonic() - started
+
+    for label, faults, deadline in [
+        ("no fault", [], 10),
+        ("bodies cut mid-way", ["cut:1000000"] * 6, 20),
+        ("connections reset", ["reset:1500000"] * 6, 20),
+        ("resets before any byte", ["reset:0"] * 3, 20),
+        ("stalls", ["stall:2500000"] * 2, 30),
+        ("a 503 burst", ["503"] * 4, 20),
+    ]:
+        out, seconds = load(faults, deadline)
+        check(f"{label}: loads", out.returncode == 0, out.stderr)
+        got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
+        check(f"{label}: the manifest's values", got == want)
+        check(f"{label}: within {deadline} s", seconds < deadline, f"{seconds:.1f} s")
+        check(f"{label}: the faults happened", len(proxy.faults) == 0, f"{len(proxy.faults)} left")
+
+    out, seconds = load(["503"] * 1000, 30)
+    check("503 forever: fails", out.returncode != 0 and "503" in out.stderr and "gave up after" in out.stderr and
+          out.stderr.count("\n") == 1, out.stderr)
+    check("503 forever: within the deadline", seconds < 30, f"{seconds:.1f} s")
+
+    out, seconds = load(["stall:0"] * 1000, 60)
+    check("stalls forever: fails", out.returncode != 0 and "gave up after" in out.stderr, out.stderr)
+    check("stalls forever: within the deadline", seconds < 60, f"{seconds:.1f} s")
+
+    out, _ = load(["norange"] * 1000, 20)
+    check("a server that ignores Range: a clear error", out.returncode != 0 and "ignored the Range header" in out.stderr,
+          out.stderr)
+
+print(f"{results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)

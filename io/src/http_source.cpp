@@ -30,6 +30,7 @@ struct Connection {
     beast::tcp_stream stream;
     beast::flat_buffer buffer; // bytes read past a response header belong to its body
     bool connected = false;
+    std::uint64_t origin = 0; // which host it talks to (HttpSource::origin_), see redirects
 };
 
 // "bytes A-B/T" -> A, B, T (T may be "*").
@@ -80,7 +81,14 @@ struct Exchange {
     bool retry_fresh = false;                 // a reused connection failed before any response: try a new one
     bool retryable = false;                   // worth asking again after a pause (resets, timeouts, 429, 5xx)
     std::chrono::milliseconds retry_after{0}; // what the server asked for (Retry-After), if anything
+    std::string redirect;                     // Location of a 301/302/303/307/308: ask there instead
 };
+
+bool is_redirect(unsigned status) {
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+constexpr std::size_t max_redirects = 5;
 
 // 408, 429 and the 5xx a proxy or an overloaded server answers: the next try may succeed.
 bool retryable_status(unsigned status) {
@@ -146,7 +154,9 @@ private:
             if (open_connections_ < options_.connections) {
                 ++open_connections_;
                 auto loop = co_await asio::this_coro::executor;
-                co_return std::make_unique<Connection>(loop);
+                auto connection = std::make_unique<Connection>(loop);
+                connection->origin = origin_;
+                co_return connection;
             }
             auto waited = co_await connection_freed_.async_wait(use_task);
             (void)waited;
@@ -154,7 +164,9 @@ private:
     }
 
     void release(std::unique_ptr<Connection> connection, bool reusable) {
-        if (reusable) {
+        if (connection->origin != origin_) {
+            // A connection to a host redirected away from: not counted any more, dropped.
+        } else if (reusable) {
             idle_.push_back(std::move(connection));
         } else {
             --open_connections_;
@@ -170,11 +182,25 @@ private:
             opened_ ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes))
                     : dst.size();
         bool fresh_retry_used = false;
+        std::size_t redirects = 0;
         for (std::size_t attempt = 1;; ++attempt) {
             auto connection = co_await acquire();
             auto request = exchange(*connection, offset_bytes, dst.first(length));
             Exchange done = co_await std::move(request);
             release(std::move(connection), done.reusable);
+            if (!done.redirect.empty()) {
+                if (++redirects > max_redirects) {
+                    co_return fail(errc::io_error, name_ + ": more than " + std::to_string(max_redirects) +
+                                                       " redirects (last to " + done.redirect + ")");
+                }
+                auto moving = follow_redirect(done.redirect);
+                auto moved = co_await std::move(moving);
+                if (!moved) {
+                    co_return moved.error();
+                }
+                --attempt;
+                continue;
+            }
             if (done.bytes || (!done.retryable && !done.retry_fresh)) {
                 co_return std::move(done.bytes);
             }
@@ -191,6 +217,46 @@ private:
             auto pause = backoff(attempt, done.retry_after);
             co_await std::move(pause);
         }
+    }
+
+    // Points every later request at `location` (absolute, or relative to the current URL):
+    // presigned URLs and CDNs answer the first request with a redirect. Connections to the old
+    // host are dropped as they come back.
+    Task<Result<void>> follow_redirect(const std::string& location) {
+        std::string absolute = location;
+        if (location.find("://") == std::string::npos) {
+            if (location.starts_with("//")) {
+                absolute = url_.scheme + ":" + location;
+            } else if (location.starts_with("/")) {
+                absolute = url_.scheme + "://" + url_.host_header + location;
+            } else {
+                const std::string path = url_.target.substr(0, url_.target.find('?'));
+                absolute = url_.scheme + "://" + url_.host_header + path.substr(0, path.rfind('/') + 1) + location;
+            }
+        }
+        auto parsed = parse_http_url(absolute);
+        if (!parsed) {
+            co_return fail(errc::io_error, name_ + ": a redirect to an unusable URL: " + parsed.error().detail);
+        }
+        if (parsed->scheme != "http") {
+            co_return fail(errc::unsupported,
+                           name_ + ": redirected to " + parsed->scheme + "://, which is not available yet");
+        }
+        if (parsed->host != url_.host || parsed->port != url_.port) {
+            auto loop = co_await asio::this_coro::executor;
+            tcp::resolver resolver(loop);
+            auto [ec, endpoints] = co_await resolver.async_resolve(parsed->host, parsed->port, use_task);
+            if (ec) {
+                co_return fail(errc::io_error, name_ + ": redirected to " + parsed->host_header +
+                                                   ", which cannot be resolved: " + ec.message());
+            }
+            endpoints_ = std::move(endpoints);
+            ++origin_;
+            idle_.clear();
+            open_connections_ = 0; // those in flight no longer count: they are dropped on release
+        }
+        url_ = std::move(*parsed);
+        co_return Result<void>();
     }
 
     // Exponential backoff with jitter: base * 2^(attempt-1), capped, then a random point in its
@@ -259,6 +325,14 @@ private:
             co_return out;
         }
         auto& response = parser.get();
+        if (is_redirect(response.result_int())) {
+            out.redirect = std::string(response[http::field::location]);
+            if (out.redirect.empty()) {
+                out.bytes = http_error("HTTP " + std::to_string(response.result_int()) + " without a Location",
+                                       offset_bytes, dst.size());
+            }
+            co_return out; // the body is not read: the connection is not reusable
+        }
         auto checked = check_response(response, offset_bytes, dst.size());
         if (!checked) {
             out.bytes = checked.error();
@@ -352,6 +426,7 @@ private:
     ObjectFacts facts_;
     bool opened_ = false;
     std::vector<std::unique_ptr<Connection>> idle_;
+    std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     std::size_t open_connections_ = 0;
     asio::steady_timer connection_freed_;
     std::minstd_rand random_{std::random_device{}()};

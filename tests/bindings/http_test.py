@@ -4,7 +4,8 @@
 `ringload` over http:// against a real nginx started here on 127.0.0.1 (tests/support/nginx.py):
 every tensorizer fixture loads over HTTP/1.1 range reads with its manifest's names, dtypes,
 shapes and sha256 (hashes verified, keys given for the encrypted ones), with 8 connections and
-with 1; `info` works over http; a missing object, a closed port and https fail with one clear
+with 1; `info` works over http; redirects are followed (302, relative 301, 307 to another host)
+and a redirect loop is refused; a missing object, a closed port and https fail with one clear
 line naming the URL. Exits 77 (skipped, with the reason) where nginx is not installed.
 """
 import json
@@ -67,6 +68,18 @@ with server, tempfile.TemporaryDirectory() as secrets:
         info = run("info", url, "--json")
         check(f"http info {entry['file']}", info.returncode == 0 and
               json.loads(info.stdout)["data_version"] == manifest["data_version"], info.stderr)
+
+    # Redirects: followed (302 absolute, 301 relative, 307 to another host), loops refused.
+    large = json.load(open(os.path.join(DATA, "tensorizer", "large_mixed_v2.tensors.json")))
+    for url in (f"{server.http_url}/moved/tensorizer/large_mixed_v2.tensors",
+                f"{server.http_url}/relative/tensorizer/large_mixed_v2.tensors",
+                f"{server.redirect_url}/tensorizer/large_mixed_v2.tensors"):
+        out = run("load", url, "--json", "--sha256", "--verify")
+        check(f"redirect {url} exit", out.returncode == 0, out.stderr)
+        got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
+        check(f"redirect {url} values", got == [t["sha256"] for t in large["tensors"]])
+    out = run("load", f"{server.http_url}/loop")
+    check("redirect loop refused", out.returncode != 0 and "more than 5 redirects" in out.stderr, out.stderr)
 
     missing = f"{server.http_url}/tensorizer/missing.tensors"
     closed = f"http://127.0.0.1:{free_port()}/x.tensors"

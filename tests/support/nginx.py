@@ -33,6 +33,16 @@ http {{
     server {{
         listen 127.0.0.1:{http_port};
         root {root};
+        # Redirects, as presigned URLs and CDNs send them: 302 with an absolute Location,
+        # 301 with a relative one, and one that never ends.
+        location /moved/ {{ rewrite ^/moved/(.*)$ /$1 redirect; }}
+        location /relative/ {{ absolute_redirect off; rewrite ^/relative/(.*)$ /$1 permanent; }}
+        location = /loop {{ return 302 /loop; }}
+    }}
+    # Another host: every request is sent on (307) to the first one.
+    server {{
+        listen 127.0.0.1:{redirect_port};
+        location / {{ return 307 http://127.0.0.1:{http_port}$request_uri; }}
     }}
 }}
 """
@@ -53,11 +63,14 @@ class Nginx:
         self.prefix = tempfile.mkdtemp(prefix="ringload-nginx-")
         self.http_port = free_port()
         self.http_url = f"http://127.0.0.1:{self.http_port}"
+        self.redirect_port = free_port()
+        self.redirect_url = f"http://127.0.0.1:{self.redirect_port}"  # 307s every request to http_url
 
     def __enter__(self):
         config = os.path.join(self.prefix, "nginx.conf")
         with open(config, "w") as f:
-            f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port))
+            f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
+                                  redirect_port=self.redirect_port))
         subprocess.run([self.binary, "-p", self.prefix + "/", "-c", config, "-e", os.path.join(self.prefix, "error.log")],
                        check=True, capture_output=True, timeout=30)
         deadline = time.monotonic() + 10

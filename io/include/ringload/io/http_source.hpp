@@ -10,7 +10,8 @@
 // "object changed while loading". A response that ends early returns what arrived (the engine
 // re-requests the rest from there); a stale keep-alive connection is replaced at once; resets,
 // timeouts, 408/429/5xx are retried with exponential backoff and jitter up to `attempts`.
-// Not yet: TLS, HTTP/2, redirects, servers that ignore Range.
+// Redirects (301/302/303/307/308, up to 5) are followed, and later requests go straight to
+// where they led. Not yet: TLS, HTTP/2, servers that ignore Range.
 // Thread: the loop thread.
 #pragma once
 

@@ -25,8 +25,8 @@ struct LoadArgs {
     bool json = false;
     std::string filter;
     std::string read_mode = "auto";
-    std::uint32_t slot_count = 32;
-    std::size_t slot_size_bytes = 4 << 20;
+    std::uint32_t slot_count = 0;
+    std::size_t slot_size_bytes = 0;
     std::size_t threads = 0;
     bool prefault = true;
     std::size_t connections = 8;
@@ -148,8 +148,9 @@ Run add_load_command(CLI::App& app) {
     command->add_flag("--sha256", args->sha256, "Print the SHA-256 of each tensor's bytes as loaded");
     command->add_flag("--json", args->json, "Print one JSON object");
     command->add_option("--read-mode", args->read_mode, "auto, direct (O_DIRECT) or buffered");
-    command->add_option("--slots", args->slot_count, "Ring slots (reads in flight)");
-    command->add_option("--slot-size", args->slot_size_bytes, "Bytes per ring slot (multiple of 4096)");
+    command->add_option("--slots", args->slot_count, "Ring slots (reads in flight; 0: 128 MiB of slots)");
+    command->add_option("--slot-size", args->slot_size_bytes,
+                        "Bytes per ring slot (multiple of 4096; 0: 4 MiB for files, 8 MiB for http)");
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
     command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
     command->add_option("--connections", args->connections, "http:// sources: range requests in flight");

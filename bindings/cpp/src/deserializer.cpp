@@ -15,11 +15,14 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
 namespace ringload {
 namespace {
+
+constexpr std::size_t ring_bytes_default = 128 << 20; // 32 slots of 4 MiB, 16 of 8 MiB
 
 FileReadMode file_read_mode(ReadMode mode) {
     switch (mode) {
@@ -45,11 +48,16 @@ struct Deserializer::Impl {
 
     // The ring a load with these options uses: the existing one when it fits.
     Result<BufferRing*> ring_for(const LoadOptions& options) {
-        if (ring && ring->slot_count() == options.slot_count && ring->slot_size_bytes() == options.slot_size_bytes) {
+        const std::size_t size =
+            options.slot_size_bytes != 0 ? options.slot_size_bytes : source->preferred_read_bytes();
+        const std::uint32_t count =
+            options.slot_count != 0 ? options.slot_count
+                                    : static_cast<std::uint32_t>(std::max<std::size_t>(2, ring_bytes_default / size));
+        if (ring && ring->slot_count() == count && ring->slot_size_bytes() == size) {
             return ring.get();
         }
         ring.reset();
-        RL_TRY(created, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
+        RL_TRY(created, BufferRing::create(loop, {count, size}));
         ring = std::move(created);
         if (source->uses_io_uring()) {
             ring->register_with_io_uring(); // false is fine: plain buffers then

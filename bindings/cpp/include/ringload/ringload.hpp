@@ -55,11 +55,13 @@ struct OpenOptions {
 };
 
 struct LoadOptions {
-    std::uint32_t slot_count = 32;         // ring slots: reads in flight
-    std::size_t slot_size_bytes = 4 << 20; // bytes per read (a multiple of 4096)
-    std::size_t worker_threads = 0;        // 0: one per available core
-    bool verify_hashes = false;            // check stored CRC32 and SHA-256
-    bool compute_sha256 = false;           // fill LoadedTensor::sha256_hex
+    // Bytes per read (a multiple of 4096); 0: the source's choice, 4 MiB for files and 8 MiB
+    // for http (fewer, longer range requests: 1.5 vs 1.3 GB/s on loopback).
+    std::size_t slot_size_bytes = 0;
+    std::uint32_t slot_count = 0;   // ring slots, i.e. reads in flight; 0: 128 MiB of slots
+    std::size_t worker_threads = 0; // 0: one per available core
+    bool verify_hashes = false;     // check stored CRC32 and SHA-256
+    bool compute_sha256 = false;    // fill LoadedTensor::sha256_hex
     // Fault the destination arena in from a background thread that runs ahead of the copies,
     // so the workers only copy (the kernel's zeroing of fresh pages was the largest CPU cost of
     // a load, see docs/benchmarks.md).

@@ -46,6 +46,8 @@ public:
     // Whether bulk reads go through the loop's io_uring, so that registering the ring's slots
     // as fixed buffers pays off.
     virtual bool uses_io_uring() const { return false; }
+    // The read size (ring slot size) that suits it when the caller has no preference.
+    virtual std::size_t preferred_read_bytes() const { return 4 << 20; }
 
     virtual Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) = 0;
     virtual Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) = 0;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bench/http_vs_curl.sh BUILD_DIR FILE [ROUNDS] [CONNECTIONS]
+#
+# HTTP/1.1 on loopback: `ringload load http://.../FILE --connections C` against C parallel
+# `curl -r A-B` range downloads of the same file (to /dev/null), from the same nginx
+# (tests/support/nginx.py: 1 worker, sendfile), interleaved round by round. The file is read
+# once first so that both are served from the page cache. Prints a table and the median ratio.
+set -euo pipefail
+build=$1 file=$2 rounds=${3:-3} connections=${4:-8}
+ringload=$(realpath "$build/bindings/cli/ringload")
+file=$(realpath "$file")
+size=$(stat -c %s "$file")
+here=$(cd "$(dirname "$0")" && pwd)
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+cat "$file" > /dev/null
+
+python3 - "$ringload" "$file" "$size" "$rounds" "$connections" "$here/../tests/support" <<'PY'
+import json, os, statistics, subprocess, sys, time
+ringload, path, size, rounds, connections, support = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+sys.path.insert(0, support)
+from nginx import Nginx
+
+def curl_parallel(url):
+    part = (size + connections - 1) // connections
+    started = time.monotonic()
+    procs = [subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-r", f"{i * part}-{min(size, (i + 1) * part) - 1}", url])
+             for i in range(connections)]
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit("curl failed")
+    return size / (time.monotonic() - started) / 1e9
+
+def ours(url):
+    out = subprocess.run([ringload, "load", url, "--json", "--connections", str(connections)], capture_output=True,
+                         text=True, check=True)
+    d = json.loads(out.stdout)
+    return d["bytes"] / d["seconds"] / 1e9
+
+with Nginx(os.path.dirname(path)) as server:
+    url = f"{server.http_url}/{os.path.basename(path)}"
+    print(f"file: {path} ({size} bytes), {os.cpu_count()} cores, {connections} connections, HTTP/1.1 on loopback")
+    print(f"{'round':<6} {'curl GB/s':>10} {'ringload GB/s':>14} {'ratio':>7}")
+    rows = []
+    for r in range(1, rounds + 1):
+        c, o = curl_parallel(url), ours(url)
+        rows.append((c, o, o / c))
+        print(f"{r:<6} {c:10.2f} {o:14.2f} {o / c:7.3f}")
+    med = lambda i: statistics.median(row[i] for row in rows)
+    print(f"median: curl {med(0):.2f} GB/s, ringload {med(1):.2f} GB/s, ratio {med(2):.3f}")
+PY

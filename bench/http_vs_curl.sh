@@ -4,10 +4,12 @@
 # HTTP/1.1 on loopback: `ringload load http://.../FILE --connections C` against C parallel
 # `curl -r A-B` range downloads of the same file (to /dev/null), from the same nginx
 # (tests/support/nginx.py: 1 worker, sendfile), interleaved round by round. The file is read
-# once first so that both are served from the page cache. Prints a table and the median ratio.
+# once first so that both are served from the page cache, and RAM is warmed before every timed
+# run (ringload-warm-ram, see docs/benchmarks.md). Prints a table and the median ratio.
 set -euo pipefail
 build=$1 file=$2 rounds=${3:-3} connections=${4:-8}
 ringload=$(realpath "$build/bindings/cli/ringload")
+warm=$(realpath "$build/bench/ringload-warm-ram")
 file=$(realpath "$file")
 size=$(stat -c %s "$file")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,13 +17,18 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 cat "$file" > /dev/null
 
-python3 - "$ringload" "$file" "$size" "$rounds" "$connections" "$here/../tests/support" <<'PY'
+python3 - "$ringload" "$file" "$size" "$rounds" "$connections" "$here/../tests/support" "$warm" <<'PY'
 import json, os, statistics, subprocess, sys, time
-ringload, path, size, rounds, connections, support = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+ringload, path, size, rounds, connections, support, warm = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
+                                                            int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7])
 sys.path.insert(0, support)
 from nginx import Nginx
 
+def prepare():
+    subprocess.run([warm, str(size + (512 << 20))], check=True, capture_output=True)
+
 def curl_parallel(url):
+    prepare()
     part = (size + connections - 1) // connections
     started = time.monotonic()
     procs = [subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-r", f"{i * part}-{min(size, (i + 1) * part) - 1}", url])
@@ -32,6 +39,7 @@ def curl_parallel(url):
     return size / (time.monotonic() - started) / 1e9
 
 def ours(url):
+    prepare()
     out = subprocess.run([ringload, "load", url, "--json", "--connections", str(connections)], capture_output=True,
                          text=True, check=True)
     d = json.loads(out.stdout)

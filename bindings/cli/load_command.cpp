@@ -32,6 +32,8 @@ struct LoadArgs {
     std::size_t connections = 8;
     double timeout = 30;
     std::size_t attempts = 6;
+    std::string ca_file;
+    bool insecure = false;
     KeyFileArgs keys;
 };
 
@@ -119,6 +121,8 @@ int run_load(const LoadArgs& args) {
     open_options.connections = args.connections;
     open_options.timeout_seconds = args.timeout;
     open_options.attempts = args.attempts;
+    open_options.ca_file = args.ca_file;
+    open_options.insecure = args.insecure;
     open_options.decryption = std::move(*decryption);
     auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
@@ -156,6 +160,8 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--connections", args->connections, "http:// sources: range requests in flight");
     command->add_option("--timeout", args->timeout, "http:// sources: seconds to connect or wait for the server");
     command->add_option("--attempts", args->attempts, "http:// sources: tries per request (backoff in between)");
+    command->add_option("--ca-file", args->ca_file, "https: a PEM file of CAs to trust besides the system's");
+    command->add_flag("--insecure", args->insecure, "https: do not check the server's certificate");
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };
 }

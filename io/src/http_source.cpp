@@ -3,7 +3,11 @@
 
 #include "ringload/io/url.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -25,9 +29,19 @@ using tcp = asio::ip::tcp;
 
 constexpr const char* user_agent = "ringload/0.1";
 
+// One keep-alive connection: plain TCP, or TLS over it for https.
 struct Connection {
-    explicit Connection(asio::any_io_executor loop) : stream(loop) {}
-    beast::tcp_stream stream;
+    Connection(asio::any_io_executor loop, asio::ssl::context* tls_context) {
+        if (tls_context != nullptr) {
+            tls.emplace(loop, *tls_context);
+        } else {
+            plain.emplace(loop);
+        }
+    }
+    beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+
+    std::optional<beast::tcp_stream> plain;
+    std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer; // bytes read past a response header belong to its body
     bool connected = false;
     std::uint64_t origin = 0; // which host it talks to (HttpSource::origin_), see redirects
@@ -129,6 +143,13 @@ public:
 
     // Resolves the host, then asks for byte 0 to learn the size and the validator.
     Task<Result<void>> open() {
+        if (url_.scheme == "https") {
+            auto context = make_tls_context();
+            if (!context) {
+                co_return context.error();
+            }
+            tls_context_ = std::move(*context);
+        }
         auto loop = co_await asio::this_coro::executor;
         tcp::resolver resolver(loop);
         auto [ec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, use_task);
@@ -146,6 +167,22 @@ public:
     }
 
 private:
+    // Trusts the system's CAs, plus options_.ca_file; checks nothing when insecure.
+    Result<std::unique_ptr<asio::ssl::context>> make_tls_context() const {
+        auto context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+        boost::system::error_code ec;
+        context->set_default_verify_paths(ec);
+        if (!options_.ca_file.empty()) {
+            context->load_verify_file(options_.ca_file, ec);
+            if (ec) {
+                return fail(errc::invalid_argument,
+                            options_.ca_file + ": cannot load CA certificates (PEM): " + ec.message());
+            }
+        }
+        context->set_verify_mode(options_.insecure ? asio::ssl::verify_none : asio::ssl::verify_peer);
+        return context;
+    }
+
     Task<std::unique_ptr<Connection>> acquire() {
         for (;;) {
             if (!idle_.empty()) {
@@ -156,7 +193,7 @@ private:
             if (open_connections_ < options_.connections) {
                 ++open_connections_;
                 auto loop = co_await asio::this_coro::executor;
-                auto connection = std::make_unique<Connection>(loop);
+                auto connection = std::make_unique<Connection>(loop, tls_context_.get());
                 connection->origin = origin_;
                 co_return connection;
             }
@@ -240,9 +277,9 @@ private:
         if (!parsed) {
             co_return fail(errc::io_error, name_ + ": a redirect to an unusable URL: " + parsed.error().detail);
         }
-        if (parsed->scheme != "http") {
-            co_return fail(errc::unsupported,
-                           name_ + ": redirected to " + parsed->scheme + "://, which is not available yet");
+        if (parsed->scheme != url_.scheme) {
+            co_return fail(errc::unsupported, name_ + ": redirected from " + url_.scheme + ":// to " + parsed->scheme +
+                                                  "://, which is not supported yet");
         }
         if (parsed->host != url_.host || parsed->port != url_.port) {
             auto loop = co_await asio::this_coro::executor;
@@ -284,38 +321,85 @@ private:
 
     // One GET with a Range header on `connection`, its body straight into `dst`.
     Task<Exchange> exchange(Connection& connection, std::uint64_t offset_bytes, std::span<std::byte> dst) {
-        Exchange out;
         const bool reused = connection.connected;
         if (!connection.connected) {
-            connection.stream.expires_after(options_.timeout);
-            auto [ec, endpoint] = co_await connection.stream.async_connect(endpoints_, use_task);
-            if (ec) {
-                out.bytes =
-                    fail(errc::io_error, name_ + ": cannot connect to " + url_.host_header + ": " + ec.message());
-                out.retryable = true;
-                co_return out;
+            auto connecting = connect(connection);
+            Exchange failed = co_await std::move(connecting);
+            if (!failed.bytes) {
+                co_return failed;
             }
-            // Requests are small writes followed by a read: without NODELAY, Nagle and delayed
-            // ACKs cost up to 200 ms per request.
-            boost::system::error_code ignored;
-            connection.stream.socket().set_option(tcp::no_delay(true), ignored);
             connection.connected = true;
         }
+        if (connection.tls) {
+            auto request = exchange_on(*connection.tls, connection, reused, offset_bytes, dst);
+            co_return co_await std::move(request);
+        }
+        auto request = exchange_on(*connection.plain, connection, reused, offset_bytes, dst);
+        co_return co_await std::move(request);
+    }
+
+    // TCP connect, then for https the TLS handshake: SNI, ALPN http/1.1, the certificate checked
+    // against the host name (or IP address) unless insecure.
+    Task<Exchange> connect(Connection& connection) {
+        Exchange out;
+        beast::tcp_stream& tcp = connection.tcp();
+        tcp.expires_after(options_.timeout);
+        auto [ec, endpoint] = co_await tcp.async_connect(endpoints_, use_task);
+        if (ec) {
+            out.bytes = fail(errc::io_error, name_ + ": cannot connect to " + url_.host_header + ": " + ec.message());
+            out.retryable = true;
+            co_return out;
+        }
+        // Requests are small writes followed by a read: without NODELAY, Nagle and delayed
+        // ACKs cost up to 200 ms per request.
+        boost::system::error_code ignored;
+        tcp.socket().set_option(tcp::no_delay(true), ignored);
+        if (!connection.tls) {
+            co_return out;
+        }
+        auto& tls = *connection.tls;
+        boost::system::error_code address_ec;
+        asio::ip::make_address(url_.host, address_ec);
+        if (address_ec) { // a name, not an address: SNI (RFC 6066 has no SNI for addresses)
+            ::SSL_set_tlsext_host_name(tls.native_handle(), url_.host.c_str());
+        }
+        static const unsigned char alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        ::SSL_set_alpn_protos(tls.native_handle(), alpn, sizeof alpn);
+        if (!options_.insecure) {
+            tls.set_verify_callback(asio::ssl::host_name_verification(url_.host));
+        }
+        tcp.expires_after(options_.timeout);
+        auto [handshake_ec] = co_await tls.async_handshake(asio::ssl::stream_base::client, use_task);
+        if (handshake_ec) {
+            // A certificate that does not verify will not verify next time either.
+            out.bytes = fail(errc::io_error, name_ + ": TLS handshake with " + url_.host_header +
+                                                 " failed: " + handshake_ec.message() +
+                                                 (options_.insecure ? "" : " (--ca-file to trust another CA)"));
+            co_return out;
+        }
+        co_return out;
+    }
+
+    // One GET with a Range header on an open connection, its body straight into `dst`.
+    template <class Stream>
+    Task<Exchange> exchange_on(Stream& stream, Connection& connection, bool reused, std::uint64_t offset_bytes,
+                               std::span<std::byte> dst) {
+        Exchange out;
         http::request<http::empty_body> request{http::verb::get, url_.target, 11};
         request.set(http::field::host, url_.host_header);
         request.set(http::field::user_agent, user_agent);
         request.set(http::field::range,
                     "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1));
-        connection.stream.expires_after(options_.timeout);
-        auto [write_ec, written] = co_await http::async_write(connection.stream, request, use_task);
+        connection.tcp().expires_after(options_.timeout);
+        auto [write_ec, written] = co_await http::async_write(stream, request, use_task);
         (void)written;
         http::response_parser<http::buffer_body> parser;
         parser.body_limit(std::numeric_limits<std::uint64_t>::max());
         boost::system::error_code read_ec = write_ec;
         if (!read_ec) {
-            connection.stream.expires_after(options_.timeout);
+            connection.tcp().expires_after(options_.timeout);
             auto [header_ec, header_bytes] =
-                co_await http::async_read_header(connection.stream, connection.buffer, parser, use_task);
+                co_await http::async_read_header(stream, connection.buffer, parser, use_task);
             (void)header_bytes;
             read_ec = header_ec;
         }
@@ -357,9 +441,9 @@ private:
         std::size_t got = asio::buffer_copy(asio::buffer(dst.data(), expected), connection.buffer.data());
         connection.buffer.consume(got);
         while (got < expected) {
-            connection.stream.expires_after(options_.timeout);
+            connection.tcp().expires_after(options_.timeout);
             auto window = asio::buffer(dst.data() + got, expected - got);
-            auto [body_ec, body_bytes] = co_await connection.stream.async_read_some(window, use_task);
+            auto [body_ec, body_bytes] = co_await stream.async_read_some(window, use_task);
             got += body_bytes;
             if (body_ec) {
                 // Cut mid-body: what arrived counts; the engine asks again from there.
@@ -427,6 +511,7 @@ private:
     tcp::resolver::results_type endpoints_;
     ObjectFacts facts_;
     bool opened_ = false;
+    std::unique_ptr<asio::ssl::context> tls_context_; // https only
     std::vector<std::unique_ptr<Connection>> idle_;
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     std::size_t open_connections_ = 0;
@@ -441,9 +526,6 @@ Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, s
     auto parsed = parse_http_url(url);
     if (!parsed) {
         co_return parsed.error();
-    }
-    if (parsed->scheme != "http") {
-        co_return fail(errc::unsupported, url + ": https is not available yet (only http://)");
     }
     if (options.connections == 0) {
         co_return fail(errc::invalid_argument, url + ": 0 connections");

@@ -39,6 +39,14 @@ http {{
         location /relative/ {{ absolute_redirect off; rewrite ^/relative/(.*)$ /$1 permanent; }}
         location = /loop {{ return 302 /loop; }}
     }}
+    # TLS (HTTP/1.1 or h2 by ALPN) with a self-signed certificate for 127.0.0.1 (tls_cert).
+    server {{
+        listen 127.0.0.1:{https_port} ssl http2;
+        ssl_certificate {prefix}/cert.pem;
+        ssl_certificate_key {prefix}/key.pem;
+        output_buffers 2 1m;
+        root {root};
+    }}
     # Another host: every request is sent on (307) to the first one.
     server {{
         listen 127.0.0.1:{redirect_port};
@@ -65,12 +73,19 @@ class Nginx:
         self.http_url = f"http://127.0.0.1:{self.http_port}"
         self.redirect_port = free_port()
         self.redirect_url = f"http://127.0.0.1:{self.redirect_port}"  # 307s every request to http_url
+        self.https_port = free_port()
+        self.https_url = f"https://127.0.0.1:{self.https_port}"
+        self.tls_cert = os.path.join(self.prefix, "cert.pem")  # self-signed: also the CA to trust
 
     def __enter__(self):
         config = os.path.join(self.prefix, "nginx.conf")
         with open(config, "w") as f:
             f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
-                                  redirect_port=self.redirect_port))
+                                  redirect_port=self.redirect_port, https_port=self.https_port))
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                        os.path.join(self.prefix, "key.pem"), "-out", self.tls_cert],
+                       check=True, capture_output=True, timeout=60)
         subprocess.run([self.binary, "-p", self.prefix + "/", "-c", config, "-e", os.path.join(self.prefix, "error.log")],
                        check=True, capture_output=True, timeout=30)
         deadline = time.monotonic() + 10

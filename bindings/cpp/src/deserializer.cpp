@@ -90,6 +90,8 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
         http.connections = options.connections;
         http.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
         http.attempts = options.attempts;
+        http.ca_file = options.ca_file;
+        http.insecure = options.insecure;
         RL_TRY(source, run_on_loop(impl->loop, open_http_source(impl->loop, impl->uri, http)));
         impl->source = std::move(source);
     } else {

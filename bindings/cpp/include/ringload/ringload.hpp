@@ -52,6 +52,9 @@ struct OpenOptions {
     std::size_t connections = 8;
     double timeout_seconds = 30;
     std::size_t attempts = 6;
+    // https: CAs to trust besides the system's (a PEM file); or skip certificate checks.
+    std::string ca_file;
+    bool insecure = false;
 };
 
 struct LoadOptions {
@@ -88,8 +91,8 @@ struct LoadedModel {
 
 class Deserializer {
 public:
-    // A local path, file:// URI or http:// URL (HTTP/1.1 range reads). (https, s3 and redis
-    // arrive with the rest of the network sources.)
+    // A local path, file:// URI, or http:// or https:// URL (HTTP/1.1 range reads). (s3 and
+    // redis arrive with the rest of the network sources.)
     static Result<Deserializer> open(std::string_view uri, OpenOptions options = {});
 
     Deserializer(Deserializer&&) noexcept;

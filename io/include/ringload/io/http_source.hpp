@@ -1,7 +1,8 @@
 // io/include/ringload/io/http_source.hpp
 //
-// An object behind an http:// URL as a Source: HTTP/1.1 range GETs (Boost.Beast) on a few
-// keep-alive connections, each response body read straight into its ring slot.
+// An object behind an http:// or https:// URL as a Source: HTTP/1.1 range GETs (Boost.Beast,
+// TLS through OpenSSL) on a few keep-alive connections, each response body read straight into
+// its ring slot.
 //
 //     RL_TRY(source, run_on_loop(loop, open_http_source(loop, "http://127.0.0.1:8080/m.tensors")));
 //
@@ -11,7 +12,8 @@
 // re-requests the rest from there); a stale keep-alive connection is replaced at once; resets,
 // timeouts, 408/429/5xx are retried with exponential backoff and jitter up to `attempts`.
 // Redirects (301/302/303/307/308, up to 5) are followed, and later requests go straight to
-// where they led. Not yet: TLS, HTTP/2, servers that ignore Range.
+// where they led. https: SNI, ALPN http/1.1, certificates verified against the system store
+// (plus ca_file) and the host name. Not yet: HTTP/2, servers that ignore Range.
 // Thread: the loop thread.
 #pragma once
 
@@ -33,6 +35,9 @@ struct HttpSourceOptions {
     std::size_t attempts = 6;
     std::chrono::milliseconds backoff_base{100};
     std::chrono::milliseconds backoff_max{5'000};
+    // https: CAs to trust besides the system's (a PEM file), or no certificate checks at all.
+    std::string ca_file;
+    bool insecure = false;
 };
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,

@@ -3,6 +3,8 @@
 
 #include "ringload/io/url.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -16,6 +18,7 @@
 
 #include <charconv>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <vector>
@@ -216,6 +219,10 @@ private:
     Task<Result<std::size_t>> range_get(std::uint64_t offset_bytes, std::span<std::byte> dst) {
         if (dst.empty() || (opened_ && offset_bytes >= facts_.size_bytes)) {
             co_return std::size_t{0};
+        }
+        if (sequential_) {
+            auto read = sequential_read(offset_bytes, dst);
+            co_return co_await std::move(read);
         }
         const std::size_t length =
             opened_ ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes))
@@ -419,6 +426,20 @@ private:
             }
             co_return out; // the body is not read: the connection is not reusable
         }
+        if (!opened_ && response.result_int() == 200) {
+            // The server ignores Range: learn the size from the whole body's length, read nothing
+            // of it here, and serve every read from one streaming GET (sequential_read).
+            auto whole = parser.content_length();
+            if (!whole || parser.chunked()) {
+                out.bytes = fail(errc::io_error, name_ + ": the server ignores Range and sends no Content-Length");
+                co_return out;
+            }
+            auto [validator_name, validator] = validator_of(response);
+            facts_ = {*whole, validator_name, validator};
+            opened_ = true;
+            sequential_ = true;
+            co_return out;
+        }
         auto checked = check_response(response, offset_bytes, dst.size());
         if (!checked) {
             out.bytes = checked.error();
@@ -459,6 +480,196 @@ private:
         co_return out;
     }
 
+    template <class Response>
+    static std::pair<std::string, std::string> validator_of(const Response& response) {
+        if (response.count(http::field::etag) != 0) {
+            return {"ETag", std::string(response[http::field::etag])};
+        }
+        if (response.count(http::field::last_modified) != 0) {
+            return {"Last-Modified", std::string(response[http::field::last_modified])};
+        }
+        return {"", ""};
+    }
+
+    // ---- Servers that ignore Range: one streaming GET serves the reads in offset order. ----
+    struct SequentialRequest {
+        SequentialRequest(asio::any_io_executor loop, std::uint64_t offset, std::span<std::byte> bytes)
+            : offset_bytes(offset), dst(bytes), done(loop) {
+            done.expires_at(asio::steady_timer::time_point::max());
+        }
+        std::uint64_t offset_bytes;
+        std::span<std::byte> dst;
+        asio::steady_timer done;
+        std::optional<Result<std::size_t>> result;
+    };
+
+    Task<Result<std::size_t>> sequential_read(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        auto loop = co_await asio::this_coro::executor;
+        const auto length =
+            static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes));
+        auto request = std::make_shared<SequentialRequest>(loop, offset_bytes, dst.first(length));
+        pending_.emplace(offset_bytes, request);
+        if (!pumping_) {
+            pumping_ = true;
+            asio::co_spawn(loop, pump(), asio::detached);
+        }
+        while (!request->result) {
+            auto waited = co_await request->done.async_wait(use_task);
+            (void)waited;
+        }
+        co_return std::move(*request->result);
+    }
+
+    // Serves pending reads lowest offset first, so that the stream only moves forward while the
+    // engine asks in order (a read behind the stream restarts it from byte 0).
+    Task<void> pump() {
+        while (!pending_.empty()) {
+            auto request = pending_.begin()->second;
+            pending_.erase(pending_.begin());
+            auto serving = serve_in_order(*request);
+            request->result = co_await std::move(serving);
+            request->done.cancel();
+        }
+        pumping_ = false;
+    }
+
+    Task<Result<std::size_t>> serve_in_order(SequentialRequest& request) {
+        std::optional<Error> last_error;
+        for (std::size_t attempt = 1; attempt <= options_.attempts; ++attempt) {
+            if (attempt > 1) {
+                auto pause = backoff(attempt - 1, std::chrono::milliseconds(0));
+                co_await std::move(pause);
+            }
+            if (!stream_ || stream_position_ > request.offset_bytes) {
+                auto starting = start_stream();
+                auto started = co_await std::move(starting);
+                if (!started) {
+                    last_error = started.error();
+                    stream_.reset();
+                    continue;
+                }
+            }
+            // Forward to the request's offset, then into its bytes.
+            std::vector<std::byte> skipped(
+                static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, request.offset_bytes - stream_position_)));
+            bool broken = false;
+            while (stream_position_ < request.offset_bytes && !broken) {
+                const auto n = static_cast<std::size_t>(
+                    std::min<std::uint64_t>(skipped.size(), request.offset_bytes - stream_position_));
+                auto reading = read_stream(std::span(skipped).first(n));
+                auto got = co_await std::move(reading);
+                broken = !got;
+                if (got) {
+                    stream_position_ += *got;
+                } else {
+                    last_error = got.error();
+                }
+            }
+            if (broken) {
+                stream_.reset();
+                continue;
+            }
+            auto reading = read_stream(request.dst);
+            auto got = co_await std::move(reading);
+            if (!got) {
+                last_error = got.error();
+                stream_.reset();
+                continue;
+            }
+            stream_position_ += *got;
+            co_return *got;
+        }
+        Error error = *last_error;
+        error.detail += " (gave up after " + std::to_string(options_.attempts) + " attempts)";
+        co_return error;
+    }
+
+    // GET without Range on a fresh connection; the response must be the same whole object.
+    Task<Result<void>> start_stream() {
+        stream_.reset();
+        auto loop = co_await asio::this_coro::executor;
+        auto connection = std::make_unique<Connection>(loop, tls_context_.get());
+        auto connecting = connect(*connection);
+        Exchange connected = co_await std::move(connecting);
+        if (!connected.bytes) {
+            co_return connected.bytes.error();
+        }
+        connection->connected = true;
+        Result<void> started;
+        if (connection->tls) {
+            auto requesting = start_get(*connection->tls, *connection);
+            started = co_await std::move(requesting);
+        } else {
+            auto requesting = start_get(*connection->plain, *connection);
+            started = co_await std::move(requesting);
+        }
+        if (!started) {
+            co_return started.error();
+        }
+        stream_ = std::move(connection);
+        stream_position_ = 0;
+        co_return Result<void>();
+    }
+
+    template <class Stream>
+    Task<Result<void>> start_get(Stream& stream, Connection& connection) {
+        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
+        request.set(http::field::host, url_.host_header);
+        request.set(http::field::user_agent, user_agent);
+        connection.tcp().expires_after(options_.timeout);
+        auto [write_ec, written] = co_await http::async_write(stream, request, use_task);
+        (void)written;
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+        boost::system::error_code read_ec = write_ec;
+        if (!read_ec) {
+            connection.tcp().expires_after(options_.timeout);
+            auto [header_ec, header_bytes] =
+                co_await http::async_read_header(stream, connection.buffer, parser, use_task);
+            (void)header_bytes;
+            read_ec = header_ec;
+        }
+        if (read_ec) {
+            co_return fail(errc::io_error, name_ + ": no response to a GET: " + read_ec.message());
+        }
+        const auto& response = parser.get();
+        const auto length = parser.content_length();
+        if (response.result_int() != 200 || !length || *length != facts_.size_bytes ||
+            validator_of(response) != std::pair{facts_.validator_name, facts_.validator}) {
+            co_return fail(errc::io_error, name_ + ": object changed while loading (a GET answered HTTP " +
+                                               std::to_string(response.result_int()) + " with " +
+                                               std::to_string(length.value_or(0)) + " bytes)");
+        }
+        co_return Result<void>();
+    }
+
+    // Up to dst.size() bytes of the streaming body: what came with the header first.
+    Task<Result<std::size_t>> read_stream(std::span<std::byte> dst) {
+        Connection& connection = *stream_;
+        std::size_t got = asio::buffer_copy(asio::buffer(dst.data(), dst.size()), connection.buffer.data());
+        connection.buffer.consume(got);
+        while (got < dst.size()) {
+            connection.tcp().expires_after(options_.timeout);
+            auto window = asio::buffer(dst.data() + got, dst.size() - got);
+            std::tuple<boost::system::error_code, std::size_t> done;
+            if (connection.tls) {
+                done = co_await connection.tls->async_read_some(window, use_task);
+            } else {
+                done = co_await connection.plain->async_read_some(window, use_task);
+            }
+            const auto& [ec, n] = done;
+            got += n;
+            if (ec) {
+                if (got > 0) {
+                    co_return got;
+                }
+                co_return fail(errc::io_error, name_ + ": the body was cut off at byte " +
+                                                   std::to_string(stream_position_) + ": " + ec.message());
+            }
+        }
+        co_return got;
+    }
+
     // Status, Content-Range and the validator of a response to "bytes=offset-...".
     template <class Response>
     Result<void> check_response(const Response& response, std::uint64_t offset_bytes, std::size_t length) {
@@ -481,13 +692,7 @@ private:
                 "a 206 response with Content-Range '" + std::string(response[http::field::content_range]) + "'",
                 offset_bytes, length);
         }
-        std::string validator_name = response.count(http::field::etag) != 0            ? "ETag"
-                                     : response.count(http::field::last_modified) != 0 ? "Last-Modified"
-                                                                                       : "";
-        std::string validator =
-            validator_name.empty()
-                ? ""
-                : std::string(response[validator_name == "ETag" ? http::field::etag : http::field::last_modified]);
+        auto [validator_name, validator] = validator_of(response);
         if (!opened_) {
             facts_ = {*range->total, validator_name, validator};
             opened_ = true;
@@ -512,6 +717,12 @@ private:
     ObjectFacts facts_;
     bool opened_ = false;
     std::unique_ptr<asio::ssl::context> tls_context_; // https only
+    // Servers that ignore Range.
+    bool sequential_ = false;
+    std::multimap<std::uint64_t, std::shared_ptr<SequentialRequest>> pending_;
+    bool pumping_ = false;
+    std::unique_ptr<Connection> stream_;
+    std::uint64_t stream_position_ = 0;
     std::vector<std::unique_ptr<Connection>> idle_;
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     std::size_t open_connections_ = 0;

@@ -13,7 +13,9 @@
 // timeouts, 408/429/5xx are retried with exponential backoff and jitter up to `attempts`.
 // Redirects (301/302/303/307/308, up to 5) are followed, and later requests go straight to
 // where they led. https: SNI, ALPN http/1.1, certificates verified against the system store
-// (plus ca_file) and the host name. Not yet: HTTP/2, servers that ignore Range.
+// (plus ca_file) and the host name. A server that ignores Range (200 to the first request) is
+// read through one streaming GET, serving reads in offset order (restarted from byte 0 for a
+// read behind it, or after a failure). Not yet: HTTP/2.
 // Thread: the loop thread.
 #pragma once
 

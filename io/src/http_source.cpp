@@ -345,6 +345,30 @@ private:
         co_return co_await std::move(request);
     }
 
+    // Sends a GET for the object (with `range` as its Range header, if given) and reads the
+    // response header into `parser`; the body is left to the caller.
+    template <class Stream>
+    Task<boost::system::error_code> send_get(Stream& stream, Connection& connection, const std::string* range,
+                                             http::response_parser<http::buffer_body>& parser) {
+        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
+        request.set(http::field::host, url_.host_header);
+        request.set(http::field::user_agent, user_agent);
+        if (range != nullptr) {
+            request.set(http::field::range, *range);
+        }
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+        connection.tcp().expires_after(options_.timeout);
+        auto [write_ec, written] = co_await http::async_write(stream, request, use_task);
+        (void)written;
+        if (write_ec) {
+            co_return write_ec;
+        }
+        connection.tcp().expires_after(options_.timeout);
+        auto [header_ec, header_bytes] = co_await http::async_read_header(stream, connection.buffer, parser, use_task);
+        (void)header_bytes;
+        co_return header_ec;
+    }
+
     // TCP connect, then for https the TLS handshake: SNI, ALPN http/1.1, the certificate checked
     // against the host name (or IP address) unless insecure.
     Task<Exchange> connect(Connection& connection) {
@@ -392,24 +416,11 @@ private:
     Task<Exchange> exchange_on(Stream& stream, Connection& connection, bool reused, std::uint64_t offset_bytes,
                                std::span<std::byte> dst) {
         Exchange out;
-        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
-        request.set(http::field::host, url_.host_header);
-        request.set(http::field::user_agent, user_agent);
-        request.set(http::field::range,
-                    "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1));
-        connection.tcp().expires_after(options_.timeout);
-        auto [write_ec, written] = co_await http::async_write(stream, request, use_task);
-        (void)written;
+        const std::string range =
+            "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
         http::response_parser<http::buffer_body> parser;
-        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-        boost::system::error_code read_ec = write_ec;
-        if (!read_ec) {
-            connection.tcp().expires_after(options_.timeout);
-            auto [header_ec, header_bytes] =
-                co_await http::async_read_header(stream, connection.buffer, parser, use_task);
-            (void)header_bytes;
-            read_ec = header_ec;
-        }
+        auto sending = send_get(stream, connection, &range, parser);
+        const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
             // A keep-alive connection the server closed meanwhile fails here: worth one retry.
             out.retry_fresh = reused;
@@ -613,22 +624,9 @@ private:
 
     template <class Stream>
     Task<Result<void>> start_get(Stream& stream, Connection& connection) {
-        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
-        request.set(http::field::host, url_.host_header);
-        request.set(http::field::user_agent, user_agent);
-        connection.tcp().expires_after(options_.timeout);
-        auto [write_ec, written] = co_await http::async_write(stream, request, use_task);
-        (void)written;
         http::response_parser<http::buffer_body> parser;
-        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-        boost::system::error_code read_ec = write_ec;
-        if (!read_ec) {
-            connection.tcp().expires_after(options_.timeout);
-            auto [header_ec, header_bytes] =
-                co_await http::async_read_header(stream, connection.buffer, parser, use_task);
-            (void)header_bytes;
-            read_ec = header_ec;
-        }
+        auto sending = send_get(stream, connection, nullptr, parser);
+        const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
             co_return fail(errc::io_error, name_ + ": no response to a GET: " + read_ec.message());
         }

@@ -15,16 +15,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from fault_proxy import FaultProxy  # noqa: E402
+from checks import Checks  # noqa: E402
 from nginx import Nginx  # noqa: E402
 
 RINGLOAD, DATA = sys.argv[1:3]
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
+checks = Checks()
+check = checks.check
 
 
 try:
@@ -77,5 +73,4 @@ with server, FaultProxy(server.http_port) as proxy:
     check("a server that ignores Range: the manifest's values", got == want)
     check("a server that ignores Range: one streaming GET or two", proxy.connections <= 3, proxy.connections)
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

@@ -11,22 +11,17 @@ object and a closed port fail with one clear line naming the URL. Exits 77 (skip
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
 from nginx import Nginx, free_port  # noqa: E402
 
 RINGLOAD, DATA = sys.argv[1:3]
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
+checks = Checks()
+check = checks.check
 
 
 def run(*args):
@@ -110,5 +105,4 @@ with server, tempfile.TemporaryDirectory() as secrets:
         check(f"error {args}", out.returncode != 0 and all(n in out.stderr for n in needles) and
               out.stderr.count("\n") == 1, out.stderr)
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

@@ -2,10 +2,14 @@
 
     with Nginx(root_dir) as server:
         url = server.http_url + "/tensorizer/basic_v1.tensors"   # HTTP/1.1, cleartext
+        tls = server.https_url + "/tensorizer/basic_v1.tensors"  # TLS; trust server.tls_cert
+        hop = server.redirect_url + "/tensorizer/basic_v1.tensors"  # 307 to http_url
+
+Also /moved/X (302 to /X), /relative/X (301, relative Location) and /loop (redirects forever).
 
 Runs unprivileged (`nginx -p PREFIX -c nginx.conf`, the recipe in the project's testbed notes),
-on a free port, and is stopped (and its prefix removed) on exit. Raises SkipTest-like
-RuntimeError with the reason when nginx is not installed, so that callers can exit 77.
+on free ports, and is stopped (and its prefix removed) on exit. Raises RuntimeError with the
+reason when nginx is not installed, so that callers can exit 77 (skipped).
 """
 import os
 import shutil

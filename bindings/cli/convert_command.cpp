@@ -7,6 +7,7 @@
 // when complete.
 #include "commands.hpp"
 #include "key_options.hpp"
+#include "network_options.hpp"
 #include "progress_bar.hpp"
 
 #include "ringload/ringload.hpp"
@@ -23,6 +24,7 @@ struct ConvertArgs {
     bool verify = true;
     KeyFileArgs decrypt;
     KeyFileArgs encrypt;
+    NetworkArgs network; // for an http(s) input
 };
 
 double gigabytes_per_second(std::uint64_t bytes, double seconds) {
@@ -39,6 +41,7 @@ int run_convert(const ConvertArgs& args) {
         return report_error(encryption.error().message());
     }
     OpenOptions open_options;
+    apply_network_options(args.network, open_options);
     open_options.decryption = std::move(*decryption);
     auto opened = Deserializer::open(args.input, std::move(open_options));
     if (!opened) {
@@ -92,6 +95,7 @@ Run add_convert_command(CLI::App& app) {
     command->add_option("--verify", args->verify, "Check the input's stored hashes (true/false, default true)");
     add_key_file_options(*command, args->decrypt, "decrypt-", "to decrypt the input with");
     add_key_file_options(*command, args->encrypt, "encrypt-", "to encrypt the output with");
+    add_network_options(*command, args->network);
     return [args] { return run_convert(*args); };
 }
 

@@ -3,6 +3,7 @@
 // `ringload info URI [--json]`: what a file holds, read from its index alone.
 #include "commands.hpp"
 #include "key_options.hpp"
+#include "network_options.hpp"
 #include "tensor_json.hpp"
 
 #include "ringload/ringload.hpp"
@@ -18,6 +19,7 @@ struct InfoArgs {
     std::string uri;
     bool json = false;
     KeyFileArgs keys;
+    NetworkArgs network;
 };
 
 std::string shape_text(const TensorInfo& tensor) {
@@ -38,6 +40,7 @@ int run_info(const InfoArgs& args) {
         return report_error(decryption.error().message());
     }
     OpenOptions open_options;
+    apply_network_options(args.network, open_options);
     open_options.decryption = std::move(*decryption);
     auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
@@ -89,6 +92,7 @@ Run add_info_command(CLI::App& app) {
     command->add_option("uri", args->uri, "File path (or file:// URI)")->required();
     command->add_flag("--json", args->json, "Print one JSON object");
     add_key_file_options(*command, args->keys, "", "(checked against the file, not needed to show it)");
+    add_network_options(*command, args->network);
     return [args] { return run_info(*args); };
 }
 

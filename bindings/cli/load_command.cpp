@@ -4,6 +4,7 @@
 // every (matching) tensor into host memory and prints a summary, or one JSON object.
 #include "commands.hpp"
 #include "key_options.hpp"
+#include "network_options.hpp"
 #include "progress_bar.hpp"
 #include "tensor_json.hpp"
 
@@ -29,11 +30,7 @@ struct LoadArgs {
     std::size_t slot_size_bytes = 0;
     std::size_t threads = 0;
     bool prefault = true;
-    std::size_t connections = 8;
-    double timeout = 30;
-    std::size_t attempts = 6;
-    std::string ca_file;
-    bool insecure = false;
+    NetworkArgs network;
     KeyFileArgs keys;
 };
 
@@ -118,11 +115,7 @@ int run_load(const LoadArgs& args) {
     }
     OpenOptions open_options;
     open_options.read_mode = *mode;
-    open_options.connections = args.connections;
-    open_options.timeout_seconds = args.timeout;
-    open_options.attempts = args.attempts;
-    open_options.ca_file = args.ca_file;
-    open_options.insecure = args.insecure;
+    apply_network_options(args.network, open_options);
     open_options.decryption = std::move(*decryption);
     auto opened = Deserializer::open(args.uri, std::move(open_options));
     if (!opened) {
@@ -157,11 +150,7 @@ Run add_load_command(CLI::App& app) {
                         "Bytes per ring slot (multiple of 4096; 0: 4 MiB for files, 8 MiB for http)");
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
     command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
-    command->add_option("--connections", args->connections, "http:// sources: range requests in flight");
-    command->add_option("--timeout", args->timeout, "http:// sources: seconds to connect or wait for the server");
-    command->add_option("--attempts", args->attempts, "http:// sources: tries per request (backoff in between)");
-    command->add_option("--ca-file", args->ca_file, "https: a PEM file of CAs to trust besides the system's");
-    command->add_flag("--insecure", args->insecure, "https: do not check the server's certificate");
+    add_network_options(*command, args->network);
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };
 }

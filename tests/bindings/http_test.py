@@ -88,6 +88,13 @@ with server, tempfile.TemporaryDirectory() as secrets:
         got = json.loads(out.stdout)["tensors"] if out.returncode == 0 else []
         check(f"https {entry['file']} values", [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in got] == want)
     tls_url = f"{server.https_url}/tensorizer/large_mixed_v2.tensors"
+    out = run("info", tls_url, "--ca-file", server.tls_cert, "--json")
+    check("https info --ca-file", out.returncode == 0 and json.loads(out.stdout)["data_version"] == 2, out.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "copy.tensors")
+        out = run("convert", tls_url, copy, "--ca-file", server.tls_cert)
+        check("convert from https", out.returncode == 0 and open(copy, "rb").read() ==
+              open(os.path.join(DATA, "tensorizer", "large_mixed_v2.tensors"), "rb").read(), out.stderr)
     out = run("load", tls_url)
     check("https untrusted certificate refused", out.returncode != 0 and "certificate verify failed" in out.stderr and
           tls_url in out.stderr and out.stderr.count("\n") == 1, out.stderr)

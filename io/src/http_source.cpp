@@ -220,13 +220,13 @@ private:
         if (dst.empty() || (opened_ && offset_bytes >= facts_.size_bytes)) {
             co_return std::size_t{0};
         }
-        if (sequential_) {
-            auto read = sequential_read(offset_bytes, dst);
-            co_return co_await std::move(read);
-        }
         const std::size_t length =
             opened_ ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes))
                     : dst.size();
+        if (sequential_) {
+            auto read = sequential_read(offset_bytes, dst.first(length));
+            co_return co_await std::move(read);
+        }
         bool fresh_retry_used = false;
         std::size_t redirects = 0;
         for (std::size_t attempt = 1;; ++attempt) {
@@ -337,11 +337,8 @@ private:
             }
             connection.connected = true;
         }
-        if (connection.tls) {
-            auto request = exchange_on(*connection.tls, connection, reused, offset_bytes, dst);
-            co_return co_await std::move(request);
-        }
-        auto request = exchange_on(*connection.plain, connection, reused, offset_bytes, dst);
+        auto request = connection.tls ? exchange_on(*connection.tls, connection, reused, offset_bytes, dst)
+                                      : exchange_on(*connection.plain, connection, reused, offset_bytes, dst);
         co_return co_await std::move(request);
     }
 
@@ -466,25 +463,15 @@ private:
                                    offset_bytes, dst.size());
             co_return out;
         }
-        // The body goes straight into `dst`: first what was read along with the header, then
-        // socket reads into the slot itself (Beast's parser would read in 512-byte pieces into
-        // its own buffer and copy).
-        const auto expected = static_cast<std::size_t>(*content_length);
-        std::size_t got = asio::buffer_copy(asio::buffer(dst.data(), expected), connection.buffer.data());
-        connection.buffer.consume(got);
-        while (got < expected) {
-            connection.tcp().expires_after(options_.timeout);
-            auto window = asio::buffer(dst.data() + got, expected - got);
-            auto [body_ec, body_bytes] = co_await stream.async_read_some(window, use_task);
-            got += body_bytes;
-            if (body_ec) {
-                // Cut mid-body: what arrived counts; the engine asks again from there.
-                out.bytes = got > 0 ? Result<std::size_t>(got)
-                                    : Result<std::size_t>(http_error("the body was cut off: " + body_ec.message(),
-                                                                     offset_bytes, dst.size()));
-                out.retryable = true;
-                co_return out;
-            }
+        auto reading = read_body(connection, dst.first(static_cast<std::size_t>(*content_length)));
+        auto [body_ec, got] = co_await std::move(reading);
+        if (body_ec) {
+            // Cut mid-body: what arrived counts; the engine asks again from there.
+            out.bytes = got > 0 ? Result<std::size_t>(got)
+                                : Result<std::size_t>(http_error("the body was cut off: " + body_ec.message(),
+                                                                 offset_bytes, dst.size()));
+            out.retryable = true;
+            co_return out;
         }
         out.reusable = parser.keep_alive();
         out.bytes = got;
@@ -514,11 +501,10 @@ private:
         std::optional<Result<std::size_t>> result;
     };
 
+    // `dst` ends at the object's end at most (range_get trims it).
     Task<Result<std::size_t>> sequential_read(std::uint64_t offset_bytes, std::span<std::byte> dst) {
         auto loop = co_await asio::this_coro::executor;
-        const auto length =
-            static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes));
-        auto request = std::make_shared<SequentialRequest>(loop, offset_bytes, dst.first(length));
+        auto request = std::make_shared<SequentialRequest>(loop, offset_bytes, dst);
         pending_.emplace(offset_bytes, request);
         if (!pumping_) {
             pumping_ = true;
@@ -606,14 +592,9 @@ private:
             co_return connected.bytes.error();
         }
         connection->connected = true;
-        Result<void> started;
-        if (connection->tls) {
-            auto requesting = start_get(*connection->tls, *connection);
-            started = co_await std::move(requesting);
-        } else {
-            auto requesting = start_get(*connection->plain, *connection);
-            started = co_await std::move(requesting);
-        }
+        auto requesting =
+            connection->tls ? start_get(*connection->tls, *connection) : start_get(*connection->plain, *connection);
+        auto started = co_await std::move(requesting);
         if (!started) {
             co_return started.error();
         }
@@ -641,31 +622,36 @@ private:
         co_return Result<void>();
     }
 
-    // Up to dst.size() bytes of the streaming body: what came with the header first.
+    // Up to dst.size() bytes of the streaming body.
     Task<Result<std::size_t>> read_stream(std::span<std::byte> dst) {
-        Connection& connection = *stream_;
+        auto reading = read_body(*stream_, dst);
+        auto [ec, got] = co_await std::move(reading);
+        if (ec && got == 0) {
+            co_return fail(errc::io_error, name_ + ": the body was cut off at byte " +
+                                               std::to_string(stream_position_) + ": " + ec.message());
+        }
+        co_return got;
+    }
+
+    // Fills `dst` with body bytes: first those read along with the header, then socket reads
+    // straight into `dst` (Beast's parser would read 512-byte pieces into its own buffer and
+    // copy). Stops early at an error, which it returns with the count so far.
+    Task<std::pair<boost::system::error_code, std::size_t>> read_body(Connection& connection,
+                                                                      std::span<std::byte> dst) {
         std::size_t got = asio::buffer_copy(asio::buffer(dst.data(), dst.size()), connection.buffer.data());
         connection.buffer.consume(got);
         while (got < dst.size()) {
             connection.tcp().expires_after(options_.timeout);
             auto window = asio::buffer(dst.data() + got, dst.size() - got);
-            std::tuple<boost::system::error_code, std::size_t> done;
-            if (connection.tls) {
-                done = co_await connection.tls->async_read_some(window, use_task);
-            } else {
-                done = co_await connection.plain->async_read_some(window, use_task);
-            }
-            const auto& [ec, n] = done;
+            auto reading = connection.tls ? connection.tls->async_read_some(window, use_task)
+                                          : connection.plain->async_read_some(window, use_task);
+            auto [ec, n] = co_await std::move(reading);
             got += n;
             if (ec) {
-                if (got > 0) {
-                    co_return got;
-                }
-                co_return fail(errc::io_error, name_ + ": the body was cut off at byte " +
-                                                   std::to_string(stream_position_) + ": " + ec.message());
+                co_return std::pair{ec, got};
             }
         }
-        co_return got;
+        co_return std::pair{boost::system::error_code(), got};
     }
 
     // Status, Content-Range and the validator of a response to "bytes=offset-...".

@@ -6,8 +6,7 @@
 // (hashes verified unless --verify false), then writes OUT through the engine; OUT appears only
 // when complete.
 #include "commands.hpp"
-#include "key_options.hpp"
-#include "network_options.hpp"
+#include "open_input.hpp"
 #include "progress_bar.hpp"
 
 #include "ringload/ringload.hpp"
@@ -32,18 +31,11 @@ double gigabytes_per_second(std::uint64_t bytes, double seconds) {
 }
 
 int run_convert(const ConvertArgs& args) {
-    auto decryption = decryption_from(args.decrypt);
-    if (!decryption) {
-        return report_error(decryption.error().message());
-    }
     auto encryption = encryption_from(args.encrypt);
     if (!encryption) {
         return report_error(encryption.error().message());
     }
-    OpenOptions open_options;
-    apply_network_options(args.network, open_options);
-    open_options.decryption = std::move(*decryption);
-    auto opened = Deserializer::open(args.input, std::move(open_options));
+    auto opened = open_input(args.input, args.decrypt, args.network);
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -58,13 +50,7 @@ int run_convert(const ConvertArgs& args) {
         return report_error(loaded.error().message());
     }
 
-    std::vector<TensorToWrite> tensors;
-    tensors.reserve(loaded->tensors.size());
-    for (const auto& tensor : loaded->tensors) {
-        const TensorInfo& info = tensor.info;
-        tensors.push_back(
-            {info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index, info.tensor_type});
-    }
+    const auto tensors = tensors_to_write(*loaded);
     WriteOptions write_options;
     write_options.encryption = std::move(*encryption);
     ProgressBar write_bar;

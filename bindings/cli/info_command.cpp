@@ -2,8 +2,7 @@
 //
 // `ringload info URI [--json]`: what a file holds, read from its index alone.
 #include "commands.hpp"
-#include "key_options.hpp"
-#include "network_options.hpp"
+#include "open_input.hpp"
 #include "tensor_json.hpp"
 
 #include "ringload/ringload.hpp"
@@ -35,14 +34,7 @@ std::string flags_text(const Index& index) {
 }
 
 int run_info(const InfoArgs& args) {
-    auto decryption = decryption_from(args.keys);
-    if (!decryption) {
-        return report_error(decryption.error().message());
-    }
-    OpenOptions open_options;
-    apply_network_options(args.network, open_options);
-    open_options.decryption = std::move(*decryption);
-    auto opened = Deserializer::open(args.uri, std::move(open_options));
+    auto opened = open_input(args.uri, args.keys, args.network);
     if (!opened) {
         return report_error(opened.error().message());
     }

@@ -3,8 +3,7 @@
 // `ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json]`: loads
 // every (matching) tensor into host memory and prints a summary, or one JSON object.
 #include "commands.hpp"
-#include "key_options.hpp"
-#include "network_options.hpp"
+#include "open_input.hpp"
 #include "progress_bar.hpp"
 #include "tensor_json.hpp"
 
@@ -109,15 +108,7 @@ int run_load(const LoadArgs& args) {
     if (bar.enabled()) {
         options.progress = [&bar](const Progress& progress) { bar.update(progress); };
     }
-    auto decryption = decryption_from(args.keys);
-    if (!decryption) {
-        return report_error(decryption.error().message());
-    }
-    OpenOptions open_options;
-    open_options.read_mode = *mode;
-    apply_network_options(args.network, open_options);
-    open_options.decryption = std::move(*decryption);
-    auto opened = Deserializer::open(args.uri, std::move(open_options));
+    auto opened = open_input(args.uri, args.keys, args.network, *mode);
     if (!opened) {
         return report_error(opened.error().message());
     }

@@ -22,16 +22,6 @@ namespace {
 
 using testing::tensorizer_dir;
 
-std::vector<TensorToWrite> to_write(const LoadedModel& model) {
-    std::vector<TensorToWrite> tensors;
-    for (const auto& tensor : model.tensors) {
-        const TensorInfo& info = tensor.info;
-        tensors.push_back(
-            {info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index, info.tensor_type});
-    }
-    return tensors;
-}
-
 LoadedModel load(const std::filesystem::path& path, std::optional<DecryptionParams> decryption = std::nullopt) {
     OpenOptions open_options;
     open_options.decryption = std::move(decryption);
@@ -89,7 +79,7 @@ TEST(TensorizerWriter, EveryFixtureRoundTripsPlainAndEncrypted) {
         const auto decryption =
             testing::decryption_for(encryption, encryption.is_null() ? nlohmann::json() : encryption["kind"]);
         const LoadedModel original = load(tensorizer_dir() / file, decryption);
-        const auto tensors = to_write(original);
+        const auto tensors = tensors_to_write(original);
 
         const auto plain = tmp.path() / ("plain_" + file);
         auto written = write_tensorizer(plain.string(), tensors);
@@ -113,7 +103,7 @@ TEST(TensorizerWriter, EveryWritePathGivesTheSameBytes) {
     testing::TempDir tmp;
     const auto file = tensorizer_dir() / "large_mixed_v2.tensors";
     const LoadedModel original = load(file);
-    const auto tensors = to_write(original);
+    const auto tensors = tensors_to_write(original);
     const auto expected = testing::read_file(file);
 
     struct Variant {

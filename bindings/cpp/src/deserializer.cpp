@@ -66,6 +66,17 @@ struct Deserializer::Impl {
     }
 };
 
+std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
+    std::vector<TensorToWrite> tensors;
+    tensors.reserve(model.tensors.size());
+    for (const auto& tensor : model.tensors) {
+        const TensorInfo& info = tensor.info;
+        tensors.push_back(
+            {info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index, info.tensor_type});
+    }
+    return tensors;
+}
+
 Deserializer::Deserializer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Deserializer::Deserializer(Deserializer&&) noexcept = default;
 Deserializer& Deserializer::operator=(Deserializer&&) noexcept = default;

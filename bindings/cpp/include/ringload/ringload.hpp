@@ -89,6 +89,10 @@ struct LoadedModel {
     std::string how;                   // "O_DIRECT io_uring", ...
 };
 
+// The loaded tensors as a writer takes them (names, types, module_idx and the bytes in the
+// model's arena), to store them again: `write_tensorizer(out, tensors_to_write(model))`.
+std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model);
+
 class Deserializer {
 public:
     // A local path, file:// URI, or http:// or https:// URL (HTTP/1.1 range reads). (s3 and

@@ -1,0 +1,16 @@
+// bindings/cli/open_input.cpp
+#include "open_input.hpp"
+
+namespace ringload::cli {
+
+Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network,
+                                ReadMode read_mode) {
+    RL_TRY(decryption, decryption_from(keys));
+    OpenOptions open_options;
+    open_options.read_mode = read_mode;
+    apply_network_options(network, open_options);
+    open_options.decryption = std::move(decryption);
+    return Deserializer::open(uri, std::move(open_options));
+}
+
+} // namespace ringload::cli

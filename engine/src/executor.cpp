@@ -122,11 +122,7 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
 
     RunStats stats;
     for (const auto& window : windows) {
-        if (state->has_failed()) {
-            break;
-        }
-        if (controls.cancel != nullptr && controls.cancel->cancelled()) {
-            state->record_failure(fail(errc::cancelled, source.name() + ": cancelled by the caller"));
+        if (state->should_stop(controls, source.name())) {
             break;
         }
         SlotLease slot = co_await ring.acquire();

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <string>
 
 namespace ringload {
 
@@ -33,6 +34,14 @@ public:
         failed_.store(true, std::memory_order_relaxed);
     }
     bool has_failed() const { return failed_.load(std::memory_order_relaxed); }
+    // Loop thread, before issuing more work: true after a failure or once the caller cancelled
+    // (recorded as errc::cancelled, naming `where`).
+    bool should_stop(const RunControls& controls, const std::string& where) {
+        if (!has_failed() && controls.cancel != nullptr && controls.cancel->cancelled()) {
+            record_failure(fail(errc::cancelled, where + ": cancelled by the caller"));
+        }
+        return has_failed();
+    }
     // After the run (every worker done).
     const std::optional<Error>& first_error() const { return first_error_; }
 

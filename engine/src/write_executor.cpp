@@ -234,11 +234,7 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
     std::size_t next_side_job = 0;
     std::size_t posted = 0;
     for (; posted < window_count; ++posted) {
-        if (state.has_failed()) {
-            break;
-        }
-        if (controls.cancel != nullptr && controls.cancel->cancelled()) {
-            state.record_failure(fail(errc::cancelled, sink.name() + ": cancelled by the caller"));
+        if (state.should_stop(controls, sink.name())) {
             break;
         }
         // Window k and the next one: a whole piece of window k may run on into it.

@@ -41,16 +41,9 @@ std::string proc_fd_path(int fd) {
 }
 
 Result<void> write_all_at(int fd, std::span<const std::byte> bytes, std::uint64_t offset, const std::string& path) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return errno_error(path, "write at offset " + std::to_string(offset + done), errno);
-        }
-        done += static_cast<std::size_t>(n);
+    for (std::size_t done = 0; done < bytes.size();) {
+        RL_TRY(n, posix::pwrite_some(fd, bytes.data() + done, bytes.size() - done, offset + done, path));
+        done += n;
     }
     return {};
 }
@@ -58,15 +51,7 @@ Result<void> write_all_at(int fd, std::span<const std::byte> bytes, std::uint64_
 // pwrite on a blocking thread: the fallback when io_uring is unavailable.
 Task<Result<std::size_t>> pwrite_task(int fd, const std::byte* data, std::size_t length, std::uint64_t offset,
                                       std::string path) {
-    for (;;) {
-        ssize_t n = ::pwrite(fd, data, length, static_cast<off_t>(offset));
-        if (n >= 0) {
-            co_return static_cast<std::size_t>(n);
-        }
-        if (errno != EINTR) {
-            co_return errno_error(path, "write at offset " + std::to_string(offset), errno);
-        }
-    }
+    co_return posix::pwrite_some(fd, data, length, offset, path);
 }
 
 // Where the bytes go before commit: an unnamed file, or a named one next to the target.

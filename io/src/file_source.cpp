@@ -36,15 +36,7 @@ constexpr std::size_t pread_threads = 8;
 // pread on a blocking thread: the fallback when io_uring is unavailable.
 Task<Result<std::size_t>> pread_task(int fd, std::byte* data, std::size_t length, std::uint64_t offset,
                                      std::string path) {
-    for (;;) {
-        ssize_t n = ::pread(fd, data, length, static_cast<off_t>(offset));
-        if (n >= 0) {
-            co_return static_cast<std::size_t>(n);
-        }
-        if (errno != EINTR) {
-            co_return errno_error(path, "read at offset " + std::to_string(offset), errno);
-        }
-    }
+    co_return posix::pread_some(fd, data, length, offset, path);
 }
 
 class FileSource final : public Source {

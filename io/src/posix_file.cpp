@@ -23,6 +23,32 @@ Error errno_error(const std::string& path, const std::string& what, int error_nu
     return fail(code, path + ": " + what + ": " + std::strerror(error_number));
 }
 
+Result<std::size_t> pread_some(int fd, std::byte* data, std::size_t length, std::uint64_t offset,
+                               const std::string& path) {
+    for (;;) {
+        ssize_t n = ::pread(fd, data, length, static_cast<off_t>(offset));
+        if (n >= 0) {
+            return static_cast<std::size_t>(n);
+        }
+        if (errno != EINTR) {
+            return errno_error(path, "read at offset " + std::to_string(offset), errno);
+        }
+    }
+}
+
+Result<std::size_t> pwrite_some(int fd, const std::byte* data, std::size_t length, std::uint64_t offset,
+                                const std::string& path) {
+    for (;;) {
+        ssize_t n = ::pwrite(fd, data, length, static_cast<off_t>(offset));
+        if (n >= 0) {
+            return static_cast<std::size_t>(n);
+        }
+        if (errno != EINTR) {
+            return errno_error(path, "write at offset " + std::to_string(offset), errno);
+        }
+    }
+}
+
 bool environment_flag(const char* name) {
     const char* value = std::getenv(name);
     return value != nullptr && value[0] != '\0' && value[0] != '0';

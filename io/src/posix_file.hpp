@@ -49,6 +49,13 @@ private:
 // "<path>: <what>: <strerror>", errc::not_found for ENOENT, else errc::io_error.
 Error errno_error(const std::string& path, const std::string& what, int error_number);
 
+// One pread / pwrite at `offset`, retried on EINTR: the bytes moved (0 at EOF for reads), or an
+// error naming `path` and the offset.
+Result<std::size_t> pread_some(int fd, std::byte* data, std::size_t length, std::uint64_t offset,
+                               const std::string& path);
+Result<std::size_t> pwrite_some(int fd, const std::byte* data, std::size_t length, std::uint64_t offset,
+                                const std::string& path);
+
 // Whether environment variable `name` is set to something other than "" or "0".
 bool environment_flag(const char* name);
 

@@ -14,6 +14,13 @@ namespace {
 
 constexpr std::size_t max_secret_file_bytes = 64 << 10;
 
+// A secret holding just a key.
+std::shared_ptr<SecretMaterial> holding(SecretKey key) {
+    auto secret = std::make_shared<SecretMaterial>();
+    secret->key.emplace(std::move(key));
+    return secret;
+}
+
 std::span<const std::byte> as_bytes(std::string_view text) {
     return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
 }
@@ -86,10 +93,8 @@ Result<std::string> passphrase_from_file(const std::string& path) {
 }
 
 Result<DecryptionParams> DecryptionParams::from_key(std::span<const std::byte> key) {
-    auto secret = std::make_shared<SecretMaterial>();
     RL_TRY(parsed, SecretKey::from_bytes(key));
-    secret->key.emplace(std::move(parsed));
-    return DecryptionParams(std::move(secret));
+    return DecryptionParams(holding(std::move(parsed)));
 }
 
 Result<DecryptionParams> DecryptionParams::from_passphrase(std::string_view passphrase) {
@@ -103,9 +108,7 @@ Result<DecryptionParams> DecryptionParams::from_passphrase(std::string_view pass
 
 Result<DecryptionParams> DecryptionParams::from_key_file(const std::string& path) {
     RL_TRY(key, key_from_file(path));
-    auto secret = std::make_shared<SecretMaterial>();
-    secret->key.emplace(std::move(key));
-    return DecryptionParams(std::move(secret));
+    return DecryptionParams(holding(std::move(key)));
 }
 
 Result<DecryptionParams> DecryptionParams::from_passphrase_file(const std::string& path) {
@@ -116,16 +119,12 @@ Result<DecryptionParams> DecryptionParams::from_passphrase_file(const std::strin
 }
 
 Result<EncryptionParams> EncryptionParams::from_key(std::span<const std::byte> key) {
-    auto secret = std::make_shared<SecretMaterial>();
     RL_TRY(parsed, SecretKey::from_bytes(key));
-    secret->key.emplace(std::move(parsed));
-    return EncryptionParams(std::move(secret));
+    return EncryptionParams(holding(std::move(parsed)));
 }
 
 EncryptionParams EncryptionParams::random() {
-    auto secret = std::make_shared<SecretMaterial>();
-    secret->key.emplace(SecretKey::random());
-    return EncryptionParams(std::move(secret));
+    return EncryptionParams(holding(SecretKey::random()));
 }
 
 Result<EncryptionParams> EncryptionParams::from_passphrase(std::string_view passphrase, PassphraseCost cost) {
@@ -137,17 +136,14 @@ Result<EncryptionParams> EncryptionParams::from_passphrase(std::string_view pass
     params.memlimit = cost.memlimit_bytes;
     params.salt = random_salt();
     RL_TRY(key, derive_key_argon2id(passphrase, params));
-    auto secret = std::make_shared<SecretMaterial>();
-    secret->key.emplace(std::move(key));
+    auto secret = holding(std::move(key));
     secret->derivation = params;
     return EncryptionParams(std::move(secret));
 }
 
 Result<EncryptionParams> EncryptionParams::from_key_file(const std::string& path) {
     RL_TRY(key, key_from_file(path));
-    auto secret = std::make_shared<SecretMaterial>();
-    secret->key.emplace(std::move(key));
-    return EncryptionParams(std::move(secret));
+    return EncryptionParams(holding(std::move(key)));
 }
 
 Result<EncryptionParams> EncryptionParams::from_passphrase_file(const std::string& path, PassphraseCost cost) {

@@ -57,6 +57,7 @@ int run_convert(const ConvertArgs& args) {
     if (write_bar.enabled()) {
         write_options.progress = [&write_bar](const Progress& progress) { write_bar.update(progress); };
     }
+    write_options.network = network_options(args.network);
     auto written = write_tensorizer(args.output, tensors, write_options);
     if (!written) {
         return report_error(written.error().message());

@@ -1,7 +1,8 @@
 // bindings/cli/network_options.hpp
 //
-// The options every command that reads a URL takes: --connections, --timeout, --attempts,
-// --ca-file, --insecure (defaults: OpenOptions').
+// The options every command that reads or writes a URL takes: --connections, --streams,
+// --timeout, --attempts, --range-size, --http-version, --s3-endpoint, --ca-file, --insecure
+// (defaults: NetworkOptions').
 #pragma once
 
 #include "ringload/ringload.hpp"
@@ -11,12 +12,12 @@
 namespace ringload::cli {
 
 struct NetworkArgs {
-    OpenOptions options; // only its network fields are set from the command line
+    NetworkOptions network;
+    std::string http_version; // "1.1", "2" or empty (automatic)
 };
 
 void add_network_options(CLI::App& command, NetworkArgs& args);
 
-// Copies the network fields into `open_options`.
-void apply_network_options(const NetworkArgs& args, OpenOptions& open_options);
+NetworkOptions network_options(const NetworkArgs& args);
 
 } // namespace ringload::cli

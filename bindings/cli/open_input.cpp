@@ -8,7 +8,7 @@ Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys,
     RL_TRY(decryption, decryption_from(keys));
     OpenOptions open_options;
     open_options.read_mode = read_mode;
-    apply_network_options(network, open_options);
+    open_options.network = network_options(network);
     open_options.decryption = std::move(decryption);
     return Deserializer::open(uri, std::move(open_options));
 }

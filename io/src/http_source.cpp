@@ -129,8 +129,9 @@ public:
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return facts_.size_bytes; }
     std::size_t alignment_bytes() const override { return 1; }
-    // 8 MiB range requests: 1.5 GB/s on loopback against 1.3 with 4 MiB (fewer round trips).
-    std::size_t preferred_read_bytes() const override { return 8 << 20; }
+    // 8 MiB range requests by default: 1.5 GB/s on loopback against 1.3 with 4 MiB (fewer
+    // round trips).
+    std::size_t preferred_read_bytes() const override { return options_.range_size_bytes; }
     std::string describe() const override {
         return "HTTP/1.1, " + std::to_string(options_.connections) + " connections";
     }
@@ -352,6 +353,11 @@ private:
         request.set(http::field::user_agent, user_agent);
         if (range != nullptr) {
             request.set(http::field::range, *range);
+        }
+        if (options_.request_headers) {
+            for (const auto& [name, value] : options_.request_headers(url_, "GET")) {
+                request.set(name, value);
+            }
         }
         parser.body_limit(std::numeric_limits<std::uint64_t>::max());
         connection.tcp().expires_after(options_.timeout);

@@ -8,7 +8,7 @@
 #include "ringload/engine/hashes.hpp"
 #include "ringload/host_arena.hpp"
 #include "ringload/io/file_source.hpp"
-#include "ringload/io/http_source.hpp"
+#include "ringload/io/remote_source.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
 #include "uri.hpp"
@@ -96,14 +96,8 @@ const std::string& Deserializer::uri() const noexcept {
 Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions options) {
     auto impl = std::make_unique<Impl>();
     impl->uri = std::string(uri);
-    if (is_http_uri(uri)) {
-        HttpSourceOptions http;
-        http.connections = options.connections;
-        http.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
-        http.attempts = options.attempts;
-        http.ca_file = options.ca_file;
-        http.insecure = options.insecure;
-        RL_TRY(source, run_on_loop(impl->loop, open_http_source(impl->loop, impl->uri, http)));
+    if (is_remote_uri(uri)) {
+        RL_TRY(source, run_on_loop(impl->loop, open_remote_source(impl->loop, impl->uri, options.network)));
         impl->source = std::move(source);
     } else {
         RL_TRY(path, local_path_of(uri));

@@ -46,15 +46,8 @@ struct OpenOptions {
     // For encrypted files. Given for a file that is not encrypted, open() fails (as tensorizer
     // does). A passphrase's Argon2id key is derived here, not during load().
     std::optional<DecryptionParams> decryption;
-    // http:// sources: range requests in flight (one keep-alive connection each), the limit on
-    // connecting and on each wait for the server, and how many tries a failing request gets
-    // (exponential backoff with jitter in between).
-    std::size_t connections = 8;
-    double timeout_seconds = 30;
-    std::size_t attempts = 6;
-    // https: CAs to trust besides the system's (a PEM file); or skip certificate checks.
-    std::string ca_file;
-    bool insecure = false;
+    // http://, https://, s3:// and redis:// sources: connections, timeouts, retries, TLS, S3.
+    NetworkOptions network;
 };
 
 struct LoadOptions {

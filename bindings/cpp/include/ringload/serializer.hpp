@@ -17,6 +17,7 @@
 
 #include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
+#include "ringload/io/network_options.hpp"
 #include "ringload/progress.hpp"
 #include "ringload/tensor_info.hpp"
 
@@ -36,6 +37,7 @@ struct WriteOptions {
     std::size_t worker_threads = 0;             // 0: one per available core
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
+    NetworkOptions network; // s3:// and redis:// targets
 };
 
 struct WriteSummary {

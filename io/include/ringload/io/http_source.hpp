@@ -20,12 +20,17 @@
 #pragma once
 
 #include "ringload/engine/source.hpp"
+#include "ringload/io/url.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ringload {
 
@@ -40,6 +45,11 @@ struct HttpSourceOptions {
     // https: CAs to trust besides the system's (a PEM file), or no certificate checks at all.
     std::string ca_file;
     bool insecure = false;
+    std::size_t range_size_bytes = 8 << 20; // the read size the source asks the engine for
+    // Headers a request carries besides Host and Range, made for each request (after redirects
+    // too): S3's SigV4 Authorization. Called on the loop thread.
+    using Header = std::pair<std::string, std::string>;
+    std::function<std::vector<Header>(const Url& url, std::string_view method)> request_headers;
 };
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,

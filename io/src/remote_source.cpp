@@ -1,0 +1,50 @@
+// io/src/remote_source.cpp
+#include "ringload/io/remote_source.hpp"
+
+#include "ringload/io/http_source.hpp"
+
+#include <chrono>
+
+namespace ringload {
+
+bool is_remote_uri(std::string_view uri) {
+    for (std::string_view scheme : {"http://", "https://", "s3://", "redis://"}) {
+        if (uri.starts_with(scheme)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+namespace {
+
+HttpSourceOptions http_source_options(const NetworkOptions& options) {
+    HttpSourceOptions http;
+    http.connections = options.connections;
+    http.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
+    http.attempts = options.attempts;
+    http.ca_file = options.ca_file;
+    http.insecure = options.insecure;
+    if (options.range_size_bytes != 0) {
+        http.range_size_bytes = options.range_size_bytes;
+    }
+    return http;
+}
+
+} // namespace
+
+Task<Result<std::unique_ptr<Source>>> open_remote_source(asio::io_context& loop, std::string uri,
+                                                         const NetworkOptions& options) {
+    if (options.range_size_bytes % 4096 != 0) {
+        co_return fail(errc::invalid_argument, uri + ": the range size must be a multiple of 4096 bytes, not " +
+                                                   std::to_string(options.range_size_bytes));
+    }
+    if (uri.starts_with("http://") || uri.starts_with("https://")) {
+        auto opening = open_http_source(loop, std::move(uri), http_source_options(options));
+        co_return co_await std::move(opening);
+    }
+    const std::string scheme = uri.substr(0, uri.find(':'));
+    co_return fail(errc::unsupported, uri + ": " + scheme + " sources are not available in this version");
+}
+
+} // namespace ringload

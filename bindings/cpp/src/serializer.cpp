@@ -2,8 +2,10 @@
 #include "ringload/serializer.hpp"
 
 #include "formats/tensorizer/write_graph.hpp"
+#include "remote_publish.hpp"
 #include "ringload/engine/write_executor.hpp"
 #include "ringload/io/file_sink.hpp"
+#include "ringload/io/remote_source.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
 #include "uri.hpp"
@@ -29,13 +31,10 @@ std::optional<tensorizer::WriteEncryption> write_encryption(const std::optional<
     return encryption;
 }
 
-} // namespace
-
-Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
-                                      const WriteOptions& options) {
+Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<const TensorToWrite> tensors,
+                                           const WriteOptions& options) {
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
-    RL_TRY(path, local_path_of(uri));
     const auto encryption = write_encryption(options.encryption);
     RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path));
 
@@ -71,6 +70,26 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
     summary.tensor_bytes = graph->tensor_bytes();
     summary.data_version = graph->data_version();
     summary.how = sink->describe();
+    summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return summary;
+}
+
+} // namespace
+
+Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                      const WriteOptions& options) {
+    if (!is_remote_uri(uri)) {
+        RL_TRY(path, local_path_of(uri));
+        return write_tensorizer_file(path, tensors, options);
+    }
+    // Remote targets: the file is made locally first (every byte of it is final only once the
+    // hashes are in), then published in one go, as tensorizer does for s3://.
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    RL_TRY(staging, StagingFile::create());
+    RL_TRY(summary, write_tensorizer_file(staging.path(), tensors, options));
+    RL_TRY(published, publish_remote(staging.path(), uri, options.network));
+    summary.how += ", then " + published;
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
 }

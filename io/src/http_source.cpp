@@ -1,6 +1,7 @@
 // io/src/http_source.cpp
 #include "ringload/io/http_source.hpp"
 
+#include "http_object.hpp"
 #include "ringload/io/url.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -16,17 +17,16 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
-#include <charconv>
 #include <limits>
 #include <map>
 #include <optional>
-#include <random>
 #include <vector>
 
 namespace ringload {
 namespace {
 
 namespace beast = boost::beast;
+using namespace http_object;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
@@ -50,47 +50,6 @@ struct Connection {
     std::uint64_t origin = 0; // which host it talks to (HttpSource::origin_), see redirects
 };
 
-// "bytes A-B/T" -> A, B, T (T may be "*").
-struct ContentRange {
-    std::uint64_t first = 0;
-    std::uint64_t last = 0;
-    std::optional<std::uint64_t> total;
-};
-
-std::optional<std::uint64_t> parse_number(std::string_view text) {
-    std::uint64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-        return std::nullopt;
-    }
-    return value;
-}
-
-std::optional<ContentRange> parse_content_range(std::string_view text) {
-    if (!text.starts_with("bytes ")) {
-        return std::nullopt;
-    }
-    text.remove_prefix(6);
-    const auto dash = text.find('-');
-    const auto slash = text.find('/');
-    if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) {
-        return std::nullopt;
-    }
-    auto first = parse_number(text.substr(0, dash));
-    auto last = parse_number(text.substr(dash + 1, slash - dash - 1));
-    if (!first || !last || *last < *first) {
-        return std::nullopt;
-    }
-    ContentRange range{*first, *last, std::nullopt};
-    if (text.substr(slash + 1) != "*") {
-        range.total = parse_number(text.substr(slash + 1));
-        if (!range.total) {
-            return std::nullopt;
-        }
-    }
-    return range;
-}
-
 // What one range request came to.
 struct Exchange {
     Result<std::size_t> bytes = std::size_t{0};
@@ -101,33 +60,20 @@ struct Exchange {
     std::string redirect;                     // Location of a 301/302/303/307/308: ask there instead
 };
 
-bool is_redirect(unsigned status) {
-    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
-}
-
-constexpr std::size_t max_redirects = 5;
-
-// 408, 429 and the 5xx a proxy or an overloaded server answers: the next try may succeed.
-bool retryable_status(unsigned status) {
-    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
-
-// The first response's facts, which every later response must repeat.
-struct ObjectFacts {
-    std::uint64_t size_bytes = 0;
-    std::string validator_name; // "ETag" or "Last-Modified"; empty when the server sends neither
-    std::string validator;
-};
-
 class HttpSource final : public Source {
 public:
     HttpSource(asio::io_context& loop, Url url, HttpSourceOptions options)
-        : url_(std::move(url)), name_(url_.text()), options_(options), connection_freed_(loop) {
+        : url_(std::move(url)),
+          name_(url_.text()),
+          options_(options),
+          object_(name_),
+          backoff_(options_.backoff_base, options_.backoff_max),
+          connection_freed_(loop) {
         connection_freed_.expires_at(asio::steady_timer::time_point::max());
     }
 
     const std::string& name() const override { return name_; }
-    std::uint64_t size_bytes() const override { return facts_.size_bytes; }
+    std::uint64_t size_bytes() const override { return object_.size_bytes(); }
     std::size_t alignment_bytes() const override { return 1; }
     // 8 MiB range requests by default: 1.5 GB/s on loopback against 1.3 with 4 MiB (fewer
     // round trips).
@@ -218,12 +164,13 @@ private:
     }
 
     Task<Result<std::size_t>> range_get(std::uint64_t offset_bytes, std::span<std::byte> dst) {
-        if (dst.empty() || (opened_ && offset_bytes >= facts_.size_bytes)) {
+        if (dst.empty() || (object_.known() && offset_bytes >= object_.size_bytes())) {
             co_return std::size_t{0};
         }
         const std::size_t length =
-            opened_ ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), facts_.size_bytes - offset_bytes))
-                    : dst.size();
+            object_.known()
+                ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), object_.size_bytes() - offset_bytes))
+                : dst.size();
         if (sequential_) {
             auto read = sequential_read(offset_bytes, dst.first(length));
             co_return co_await std::move(read);
@@ -270,24 +217,9 @@ private:
     // presigned URLs and CDNs answer the first request with a redirect. Connections to the old
     // host are dropped as they come back.
     Task<Result<void>> follow_redirect(const std::string& location) {
-        std::string absolute = location;
-        if (location.find("://") == std::string::npos) {
-            if (location.starts_with("//")) {
-                absolute = url_.scheme + ":" + location;
-            } else if (location.starts_with("/")) {
-                absolute = url_.scheme + "://" + url_.host_header + location;
-            } else {
-                const std::string path = url_.target.substr(0, url_.target.find('?'));
-                absolute = url_.scheme + "://" + url_.host_header + path.substr(0, path.rfind('/') + 1) + location;
-            }
-        }
-        auto parsed = parse_http_url(absolute);
+        auto parsed = resolve_redirect(url_, location, name_);
         if (!parsed) {
-            co_return fail(errc::io_error, name_ + ": a redirect to an unusable URL: " + parsed.error().detail);
-        }
-        if (parsed->scheme != url_.scheme) {
-            co_return fail(errc::unsupported, name_ + ": redirected from " + url_.scheme + ":// to " + parsed->scheme +
-                                                  "://, which is not supported yet");
+            co_return parsed.error();
         }
         if (parsed->host != url_.host || parsed->port != url_.port) {
             auto loop = co_await asio::this_coro::executor;
@@ -306,25 +238,12 @@ private:
         co_return Result<void>();
     }
 
-    // Exponential backoff with jitter: base * 2^(attempt-1), capped, then a random point in its
-    // upper half; at least what the server asked for with Retry-After (capped too).
     Task<void> backoff(std::size_t attempt, std::chrono::milliseconds retry_after) {
-        const auto exponent = std::min<std::size_t>(attempt - 1, 20);
-        std::chrono::milliseconds delay =
-            std::min<std::chrono::milliseconds>(options_.backoff_base * (1LL << exponent), options_.backoff_max);
-        std::uniform_int_distribution<long long> jitter(delay.count() / 2, delay.count());
-        delay = std::chrono::milliseconds(jitter(random_));
-        delay = std::max(delay, std::min<std::chrono::milliseconds>(retry_after, options_.backoff_max));
         auto loop = co_await asio::this_coro::executor;
         asio::steady_timer timer(loop);
-        timer.expires_after(delay);
+        timer.expires_after(backoff_.delay(attempt, retry_after));
         auto waited = co_await timer.async_wait(use_task);
         (void)waited;
-    }
-
-    Error http_error(const std::string& what, std::uint64_t offset_bytes, std::size_t length) const {
-        return fail(errc::io_error, name_ + ": bytes " + std::to_string(offset_bytes) + "-" +
-                                        std::to_string(offset_bytes + length - 1) + ": " + what);
     }
 
     // One GET with a Range header on `connection`, its body straight into `dst`.
@@ -428,19 +347,19 @@ private:
             // A keep-alive connection the server closed meanwhile fails here: worth one retry.
             out.retry_fresh = reused;
             out.retryable = true;
-            out.bytes = http_error("no response: " + read_ec.message(), offset_bytes, dst.size());
+            out.bytes = object_.range_error("no response: " + read_ec.message(), offset_bytes, dst.size());
             co_return out;
         }
         auto& response = parser.get();
         if (is_redirect(response.result_int())) {
             out.redirect = std::string(response[http::field::location]);
             if (out.redirect.empty()) {
-                out.bytes = http_error("HTTP " + std::to_string(response.result_int()) + " without a Location",
-                                       offset_bytes, dst.size());
+                out.bytes = object_.range_error("HTTP " + std::to_string(response.result_int()) + " without a Location",
+                                                offset_bytes, dst.size());
             }
             co_return out; // the body is not read: the connection is not reusable
         }
-        if (!opened_ && response.result_int() == 200) {
+        if (!object_.known() && response.result_int() == 200) {
             // The server ignores Range: learn the size from the whole body's length, read nothing
             // of it here, and serve every read from one streaming GET (sequential_read).
             auto whole = parser.content_length();
@@ -448,25 +367,23 @@ private:
                 out.bytes = fail(errc::io_error, name_ + ": the server ignores Range and sends no Content-Length");
                 co_return out;
             }
-            auto [validator_name, validator] = validator_of(response);
-            facts_ = {*whole, validator_name, validator};
-            opened_ = true;
+            object_.pin_whole(*whole, facts_of(response));
             sequential_ = true;
             co_return out;
         }
-        auto checked = check_response(response, offset_bytes, dst.size());
+        const ResponseFacts facts = facts_of(response);
+        auto checked = object_.check_range(facts, offset_bytes, dst.size());
         if (!checked) {
             out.bytes = checked.error();
-            out.retryable = retryable_status(response.result_int());
-            if (auto seconds = parse_number(response[http::field::retry_after])) {
-                out.retry_after = std::chrono::seconds(*seconds);
-            }
+            out.retryable = retryable_status(facts.status);
+            out.retry_after = retry_after_of(facts);
             co_return out; // the body is not read: the connection is not reusable
         }
         const auto content_length = parser.content_length();
         if (!content_length || parser.chunked() || *content_length > dst.size()) {
-            out.bytes = http_error("a 206 response whose body is not " + std::to_string(dst.size()) + " bytes long",
-                                   offset_bytes, dst.size());
+            out.bytes =
+                object_.range_error("a 206 response whose body is not " + std::to_string(dst.size()) + " bytes long",
+                                    offset_bytes, dst.size());
             co_return out;
         }
         auto reading = read_body(connection, dst.first(static_cast<std::size_t>(*content_length)));
@@ -474,8 +391,8 @@ private:
         if (body_ec) {
             // Cut mid-body: what arrived counts; the engine asks again from there.
             out.bytes = got > 0 ? Result<std::size_t>(got)
-                                : Result<std::size_t>(http_error("the body was cut off: " + body_ec.message(),
-                                                                 offset_bytes, dst.size()));
+                                : Result<std::size_t>(object_.range_error("the body was cut off: " + body_ec.message(),
+                                                                          offset_bytes, dst.size()));
             out.retryable = true;
             co_return out;
         }
@@ -485,14 +402,16 @@ private:
     }
 
     template <class Response>
-    static std::pair<std::string, std::string> validator_of(const Response& response) {
-        if (response.count(http::field::etag) != 0) {
-            return {"ETag", std::string(response[http::field::etag])};
-        }
-        if (response.count(http::field::last_modified) != 0) {
-            return {"Last-Modified", std::string(response[http::field::last_modified])};
-        }
-        return {"", ""};
+    static ResponseFacts facts_of(const Response& response) {
+        ResponseFacts facts;
+        facts.status = response.result_int();
+        facts.reason = std::string(response.reason());
+        facts.content_range = std::string(response[http::field::content_range]);
+        facts.etag = std::string(response[http::field::etag]);
+        facts.last_modified = std::string(response[http::field::last_modified]);
+        facts.location = std::string(response[http::field::location]);
+        facts.retry_after = std::string(response[http::field::retry_after]);
+        return facts;
     }
 
     // ---- Servers that ignore Range: one streaming GET serves the reads in offset order. ----
@@ -619,8 +538,7 @@ private:
         }
         const auto& response = parser.get();
         const auto length = parser.content_length();
-        if (response.result_int() != 200 || !length || *length != facts_.size_bytes ||
-            validator_of(response) != std::pair{facts_.validator_name, facts_.validator}) {
+        if (response.result_int() != 200 || !length || !object_.same_whole(*length, facts_of(response))) {
             co_return fail(errc::io_error, name_ + ": object changed while loading (a GET answered HTTP " +
                                                std::to_string(response.result_int()) + " with " +
                                                std::to_string(length.value_or(0)) + " bytes)");
@@ -660,52 +578,12 @@ private:
         co_return std::pair{boost::system::error_code(), got};
     }
 
-    // Status, Content-Range and the validator of a response to "bytes=offset-...".
-    template <class Response>
-    Result<void> check_response(const Response& response, std::uint64_t offset_bytes, std::size_t length) {
-        const unsigned status = response.result_int();
-        if (status == 404 || status == 410) {
-            return fail(errc::not_found,
-                        name_ + ": HTTP " + std::to_string(status) + " " + std::string(response.reason()));
-        }
-        if (status == 200) {
-            return http_error("the server ignored the Range header (HTTP 200): range reads are needed", offset_bytes,
-                              length);
-        }
-        if (status != 206) {
-            return http_error("HTTP " + std::to_string(status) + " " + std::string(response.reason()), offset_bytes,
-                              length);
-        }
-        auto range = parse_content_range(response[http::field::content_range]);
-        if (!range || range->first != offset_bytes || !range->total || range->last >= *range->total) {
-            return http_error(
-                "a 206 response with Content-Range '" + std::string(response[http::field::content_range]) + "'",
-                offset_bytes, length);
-        }
-        auto [validator_name, validator] = validator_of(response);
-        if (!opened_) {
-            facts_ = {*range->total, validator_name, validator};
-            opened_ = true;
-            return {};
-        }
-        if (*range->total != facts_.size_bytes || validator_name != facts_.validator_name ||
-            validator != facts_.validator) {
-            return fail(errc::io_error,
-                        name_ + ": object changed while loading (" +
-                            (*range->total != facts_.size_bytes
-                                 ? "size " + std::to_string(facts_.size_bytes) + " -> " + std::to_string(*range->total)
-                                 : facts_.validator_name + " " + facts_.validator + " -> " + validator) +
-                            ")");
-        }
-        return {};
-    }
-
     Url url_;
     std::string name_;
     HttpSourceOptions options_;
     tcp::resolver::results_type endpoints_;
-    ObjectFacts facts_;
-    bool opened_ = false;
+    PinnedObject object_;
+    Backoff backoff_;
     std::unique_ptr<asio::ssl::context> tls_context_; // https only
     // Servers that ignore Range.
     bool sequential_ = false;
@@ -717,7 +595,6 @@ private:
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     std::size_t open_connections_ = 0;
     asio::steady_timer connection_freed_;
-    std::minstd_rand random_{std::random_device{}()};
 };
 
 } // namespace

@@ -1,0 +1,95 @@
+// io/src/http_object.hpp
+//
+// What the HTTP/1.1 and HTTP/2 sources share about the object behind a URL: the answer to a
+// range request checked against the object's first answer (size and validator pinned, so that
+// a change mid-load is an error), where a redirect leads, and which failures are worth a retry.
+#pragma once
+
+#include "ringload/error.hpp"
+#include "ringload/io/url.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+
+namespace ringload::http_object {
+
+constexpr const char* user_agent = "ringload/0.1";
+constexpr std::size_t max_redirects = 5;
+
+std::optional<std::uint64_t> parse_number(std::string_view text);
+
+// "bytes A-B/T" -> A, B, T (T may be "*").
+struct ContentRange {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    std::optional<std::uint64_t> total;
+};
+std::optional<ContentRange> parse_content_range(std::string_view text);
+
+bool is_redirect(unsigned status);
+// 408, 429 and the 5xx a proxy or an overloaded server answers: the next try may succeed.
+bool retryable_status(unsigned status);
+
+// The headers of a response that matter here.
+struct ResponseFacts {
+    unsigned status = 0;
+    std::string reason; // empty over HTTP/2
+    std::string content_range;
+    std::string etag;
+    std::string last_modified;
+    std::string location;
+    std::string retry_after;
+};
+
+// The first response's facts, which every later response must repeat.
+class PinnedObject {
+public:
+    explicit PinnedObject(std::string name) : name_(std::move(name)) {}
+
+    bool known() const { return known_; }
+    std::uint64_t size_bytes() const { return size_bytes_; }
+    // Pins size and validator from a whole-object answer (a server that ignores Range).
+    void pin_whole(std::uint64_t size_bytes, const ResponseFacts& response);
+    bool same_whole(std::uint64_t size_bytes, const ResponseFacts& response) const;
+
+    // Status, Content-Range and validator of a response to "bytes=offset-...". The first one
+    // pins the object's size and validator; later ones must repeat them.
+    Result<void> check_range(const ResponseFacts& response, std::uint64_t offset_bytes, std::size_t length);
+
+    Error range_error(const std::string& what, std::uint64_t offset_bytes, std::size_t length) const;
+    const std::string& name() const { return name_; }
+
+private:
+    static std::pair<std::string, std::string> validator_of(const ResponseFacts& response);
+
+    std::string name_;
+    bool known_ = false;
+    std::uint64_t size_bytes_ = 0;
+    std::string validator_name_; // "ETag" or "Last-Modified"; empty when the server sends neither
+    std::string validator_;
+};
+
+// The absolute URL a Location header (absolute, scheme-relative, absolute-path or relative)
+// points to from `from`; only http and https, and the same scheme as `from`.
+Result<Url> resolve_redirect(const Url& from, const std::string& location, const std::string& name);
+
+// Exponential backoff with jitter: base * 2^(attempt-1), capped, then a random point in its
+// upper half; at least what the server asked for with Retry-After (capped too).
+class Backoff {
+public:
+    Backoff(std::chrono::milliseconds base, std::chrono::milliseconds max) : base_(base), max_(max) {}
+    std::chrono::milliseconds delay(std::size_t attempt, std::chrono::milliseconds retry_after);
+
+private:
+    std::chrono::milliseconds base_;
+    std::chrono::milliseconds max_;
+    std::minstd_rand random_{std::random_device{}()};
+};
+
+std::chrono::milliseconds retry_after_of(const ResponseFacts& response);
+
+} // namespace ringload::http_object

@@ -51,6 +51,7 @@ void print_json(const LoadedModel& model, const Index& index, bool with_sha256) 
     out["format"] = index.format;
     out["bytes"] = model.bytes;
     out["seconds"] = model.seconds;
+    out["how"] = model.how; // the source and how it was read, e.g. "HTTP/2 over TLS, 8 connections x 1 streams"
     out["tensors"] = nlohmann::json::array();
     for (const auto& tensor : model.tensors) {
         nlohmann::json row;

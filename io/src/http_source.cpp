@@ -3,6 +3,7 @@
 
 #include "http_object.hpp"
 #include "ringload/io/url.hpp"
+#include "tls_context.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -94,7 +95,7 @@ public:
     // Resolves the host, then asks for byte 0 to learn the size and the validator.
     Task<Result<void>> open() {
         if (url_.scheme == "https") {
-            auto context = make_tls_context();
+            auto context = make_client_tls_context(options_.ca_file, options_.insecure);
             if (!context) {
                 co_return context.error();
             }
@@ -117,22 +118,6 @@ public:
     }
 
 private:
-    // Trusts the system's CAs, plus options_.ca_file; checks nothing when insecure.
-    Result<std::unique_ptr<asio::ssl::context>> make_tls_context() const {
-        auto context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-        boost::system::error_code ec;
-        context->set_default_verify_paths(ec);
-        if (!options_.ca_file.empty()) {
-            context->load_verify_file(options_.ca_file, ec);
-            if (ec) {
-                return fail(errc::invalid_argument,
-                            options_.ca_file + ": cannot load CA certificates (PEM): " + ec.message());
-            }
-        }
-        context->set_verify_mode(options_.insecure ? asio::ssl::verify_none : asio::ssl::verify_peer);
-        return context;
-    }
-
     Task<std::unique_ptr<Connection>> acquire() {
         for (;;) {
             if (!idle_.empty()) {

@@ -1,7 +1,7 @@
 // io/src/remote_source.cpp
 #include "ringload/io/remote_source.hpp"
 
-#include "ringload/io/http_source.hpp"
+#include "ringload/io/http2_source.hpp"
 
 #include <chrono>
 
@@ -40,6 +40,21 @@ Task<Result<std::unique_ptr<Source>>> open_remote_source(asio::io_context& loop,
                                                    std::to_string(options.range_size_bytes));
     }
     if (uri.starts_with("http://") || uri.starts_with("https://")) {
+        const bool tls = uri.starts_with("https://");
+        // http://: HTTP/1.1 unless asked (h2c needs prior knowledge); https://: ALPN decides.
+        const bool try_http2 =
+            options.http_version == HttpVersion::http2 || (tls && options.http_version == HttpVersion::automatic);
+        if (try_http2) {
+            Http2SourceOptions http2;
+            http2.streams_per_connection = options.streams_per_connection;
+            http2.allow_http1 = options.http_version == HttpVersion::automatic;
+            auto opening = open_http2_source(loop, uri, http_source_options(options), http2);
+            auto opened = co_await std::move(opening);
+            if (opened || !http2.allow_http1 || opened.error().code != errc::unsupported) {
+                co_return opened;
+            }
+            // The server chose http/1.1 in ALPN (or ignores Range over HTTP/2).
+        }
         auto opening = open_http_source(loop, std::move(uri), http_source_options(options));
         co_return co_await std::move(opening);
     }

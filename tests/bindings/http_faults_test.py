@@ -2,7 +2,7 @@
 """tests/bindings/http_faults_test.py RINGLOAD DATA_DIR
 
 Network faults between `ringload` and a real nginx, injected by our proxy
-(tests/support/fault_proxy.py): connections cut mid-body, resets, stalls, 503 bursts. Each load
+(tests/support/fault_proxy.py): connections cut mid-body, resets, stalls, 503 bursts, over HTTP/1.1 and (transport faults) h2c. Each load
 of an 8 MB fixture (hashes verified) ends with the manifest's values, or, when the fault never
 ends or cannot be worked around, fails with one clear line inside its deadline. Exits 77 where
 nginx is not installed.
@@ -72,5 +72,37 @@ with server, FaultProxy(server.http_port) as proxy:
     got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
     check("a server that ignores Range: the manifest's values", got == want)
     check("a server that ignores Range: one streaming GET or two", proxy.connections <= 3, proxy.connections)
+
+# The same transport faults under HTTP/2 (h2c): a cut or reset connection fails every stream on
+# it, each resumed from its last byte on another connection.
+with Nginx(DATA) as h2_server, FaultProxy(h2_server.h2c_port) as proxy:
+    url = f"{proxy.url}/tensorizer/{FILE}"
+
+    def load_h2(faults, deadline):
+        proxy.schedule(faults)
+        started = time.monotonic()
+        out = subprocess.run([RINGLOAD, "load", url, "--json", "--sha256", "--verify", "--http-version", "2",
+                              "--connections", "2", "--streams", "4", "--range-size", "1048576", "--timeout", "1"],
+                             capture_output=True, text=True, timeout=deadline + 30)
+        return out, time.monotonic() - started
+
+    for label, faults, deadline in [
+        ("no fault", [], 10),
+        ("bodies cut mid-way", ["cut:1000000"] * 6, 20),
+        ("connections reset", ["reset:1500000"] * 6, 20),
+        ("resets before any byte", ["reset:0"] * 3, 20),
+        ("stalls", ["stall:2500000"] * 2, 30),
+    ]:
+        out, seconds = load_h2(faults, deadline)
+        check(f"h2c {label}: loads", out.returncode == 0, out.stderr)
+        got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
+        check(f"h2c {label}: the manifest's values", got == want)
+        check(f"h2c {label}: within {deadline} s", seconds < deadline, f"{seconds:.1f} s")
+        check(f"h2c {label}: the faults happened", len(proxy.faults) == 0, f"{len(proxy.faults)} left")
+
+    out, seconds = load_h2(["stall:0"] * 1000, 60)
+    check("h2c stalls forever: fails", out.returncode != 0 and "gave up after" in out.stderr and
+          out.stderr.count("\n") == 1, out.stderr)
+    check("h2c stalls forever: within the deadline", seconds < 60, f"{seconds:.1f} s")
 
 sys.exit(checks.finish())

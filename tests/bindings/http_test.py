@@ -6,8 +6,10 @@ every tensorizer fixture loads over HTTP/1.1 range reads with its manifest's nam
 shapes and sha256 (hashes verified, keys given for the encrypted ones), with 8 connections and
 with 1; `info` works over http; redirects are followed (302, relative 301, 307 to another host)
 and a redirect loop is refused; every fixture loads over https (TLS, nginx's self-signed
-certificate trusted with --ca-file), which fails without it and works with --insecure; a missing
-object and a closed port fail with one clear line naming the URL. Exits 77 (skipped, with the reason) where nginx is not installed.
+certificate trusted with --ca-file; HTTP/2 chosen by ALPN, HTTP/1.1 when asked), which fails
+without it and works with --insecure; every fixture loads over h2c (HTTP/2 cleartext, prior
+knowledge) with several connections and streams; a missing object and a closed port fail with
+one clear line naming the URL, and so does h2c spoken to an HTTP/1.1-only port. Exits 77 (skipped, with the reason) where nginx is not installed.
 """
 import json
 import os
@@ -65,6 +67,26 @@ with server, tempfile.TemporaryDirectory() as secrets:
         check(f"http info {entry['file']}", info.returncode == 0 and
               json.loads(info.stdout)["data_version"] == manifest["data_version"], info.stderr)
 
+    # HTTP/2 cleartext (h2c, prior knowledge): several connections, several streams on each.
+    for entry in index["files"]:
+        manifest = json.load(open(os.path.join(DATA, "tensorizer", entry["manifest"])))
+        want = [(t["path"], t["dtype"].removeprefix("torch."), t["shape"], t["sha256"]) for t in manifest["tensors"]]
+        url = f"{server.h2c_url}/tensorizer/{entry['file']}"
+        for connections, streams in (("4", "4"), ("1", "1")):
+            label = f"h2c {entry['file']} --connections {connections} --streams {streams}"
+            out = run("load", url, "--json", "--sha256", "--verify", "--http-version", "2", "--connections",
+                      connections, "--streams", streams, "--range-size", "65536", *key_args(manifest, secrets))
+            check(label + " exit", out.returncode == 0, out.stderr)
+            got = json.loads(out.stdout) if out.returncode == 0 else {"tensors": [], "how": ""}
+            check(label + " values", [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in got["tensors"]] == want)
+            check(label + " over h2c", got["how"].startswith("HTTP/2 cleartext"), got["how"])
+    out = run("load", f"{server.h2c_url}/moved/tensorizer/large_mixed_v2.tensors", "--http-version", "2", "--verify")
+    check("h2c redirect followed", out.returncode == 0, out.stderr)
+    plain = f"{server.http_url}/tensorizer/large_mixed_v2.tensors"
+    out = run("load", plain, "--http-version", "2", "--attempts", "2")
+    check("h2c to an HTTP/1.1-only server: a clear error", out.returncode != 0 and plain in out.stderr and
+          "HTTP/2" in out.stderr and out.stderr.count("\n") == 1, out.stderr)
+
     # Redirects: followed (302 absolute, 301 relative, 307 to another host), loops refused.
     large = json.load(open(os.path.join(DATA, "tensorizer", "large_mixed_v2.tensors.json")))
     for url in (f"{server.http_url}/moved/tensorizer/large_mixed_v2.tensors",
@@ -88,6 +110,11 @@ with server, tempfile.TemporaryDirectory() as secrets:
         got = json.loads(out.stdout)["tensors"] if out.returncode == 0 else []
         check(f"https {entry['file']} values", [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in got] == want)
     tls_url = f"{server.https_url}/tensorizer/large_mixed_v2.tensors"
+    for version, how in (("", "HTTP/2 over TLS"), ("2", "HTTP/2 over TLS"), ("1.1", "HTTP/1.1")):
+        args = ["--http-version", version] if version else []
+        out = run("load", tls_url, "--json", "--verify", "--ca-file", server.tls_cert, *args)
+        got = json.loads(out.stdout)["how"] if out.returncode == 0 else ""
+        check(f"https --http-version {version or 'automatic'}: {how}", got.startswith(how), out.stderr + got)
     out = run("info", tls_url, "--ca-file", server.tls_cert, "--json")
     check("https info --ca-file", out.returncode == 0 and json.loads(out.stdout)["data_version"] == 2, out.stderr)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,8 @@
 
     with Nginx(root_dir) as server:
         url = server.http_url + "/tensorizer/basic_v1.tensors"   # HTTP/1.1, cleartext
-        tls = server.https_url + "/tensorizer/basic_v1.tensors"  # TLS; trust server.tls_cert
+        h2c = server.h2c_url + "/tensorizer/basic_v1.tensors"    # HTTP/2 cleartext, prior knowledge
+        tls = server.https_url + "/tensorizer/basic_v1.tensors"  # TLS, h2 or HTTP/1.1 by ALPN; trust server.tls_cert
         hop = server.redirect_url + "/tensorizer/basic_v1.tensors"  # 307 to http_url
 
 Also /moved/X (302 to /X), /relative/X (301, relative Location) and /loop (redirects forever).
@@ -51,6 +52,12 @@ http {{
         output_buffers 2 1m;
         root {root};
     }}
+    # HTTP/2 cleartext with prior knowledge (h2c): nginx 1.22 serves only HTTP/2 on such a port.
+    server {{
+        listen 127.0.0.1:{h2c_port} http2;
+        root {root};
+        location /moved/ {{ rewrite ^/moved/(.*)$ /$1 redirect; }}
+    }}
     # Another host: every request is sent on (307) to the first one.
     server {{
         listen 127.0.0.1:{redirect_port};
@@ -77,6 +84,8 @@ class Nginx:
         self.http_url = f"http://127.0.0.1:{self.http_port}"
         self.redirect_port = free_port()
         self.redirect_url = f"http://127.0.0.1:{self.redirect_port}"  # 307s every request to http_url
+        self.h2c_port = free_port()
+        self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"  # HTTP/2 only (prior knowledge)
         self.https_port = free_port()
         self.https_url = f"https://127.0.0.1:{self.https_port}"
         self.tls_cert = os.path.join(self.prefix, "cert.pem")  # self-signed: also the CA to trust
@@ -85,7 +94,8 @@ class Nginx:
         config = os.path.join(self.prefix, "nginx.conf")
         with open(config, "w") as f:
             f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
-                                  redirect_port=self.redirect_port, https_port=self.https_port))
+                                  redirect_port=self.redirect_port, https_port=self.https_port,
+                                  h2c_port=self.h2c_port))
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
                         os.path.join(self.prefix, "key.pem"), "-out", self.tls_cert],

@@ -19,7 +19,9 @@ namespace ringload {
 template <class T>
 Result<T> run_on_loop(asio::io_context& loop, Task<Result<T>> task) {
     std::optional<Result<T>> out;
-    asio::co_spawn(loop, std::move(task), [&out](std::exception_ptr error, Result<T> result) {
+    // The loop stops when the task is done: a source may keep work of its own on it (an HTTP/2
+    // connection's reader waits on its socket between loads).
+    asio::co_spawn(loop, std::move(task), [&out, &loop](std::exception_ptr error, Result<T> result) {
         if (error) {
             try {
                 std::rethrow_exception(error);
@@ -29,6 +31,7 @@ Result<T> run_on_loop(asio::io_context& loop, Task<Result<T>> task) {
         } else {
             out.emplace(std::move(result));
         }
+        loop.stop();
     });
     loop.restart();
     loop.run();

@@ -1,0 +1,342 @@
+// io/src/http2_source.cpp
+#include "ringload/io/http2_source.hpp"
+
+#include "http2_connection.hpp"
+#include "http_object.hpp"
+#include "tls_context.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace ringload {
+namespace {
+
+using namespace http_object;
+using tcp = asio::ip::tcp;
+
+// How one attempt at a range went.
+struct Attempt {
+    Result<std::size_t> bytes = std::size_t{0};
+    bool retryable = false;
+    bool resend_now = false; // refused before the server processed it: again at once
+    std::chrono::milliseconds retry_after{0};
+    std::string redirect;
+};
+
+class Http2Source final : public Source {
+public:
+    Http2Source(asio::io_context& loop, Url url, HttpSourceOptions options, std::size_t streams, bool allow_http1)
+        : url_(std::move(url)),
+          name_(url_.text()),
+          options_(std::move(options)),
+          streams_per_connection_(std::max<std::size_t>(streams, 1)),
+          allow_http1_(allow_http1),
+          object_(name_),
+          backoff_(options_.backoff_base, options_.backoff_max),
+          slot_freed_(loop) {
+        slot_freed_.expires_at(asio::steady_timer::time_point::max());
+    }
+    ~Http2Source() override {
+        for (auto& connection : connections_) {
+            connection->close();
+        }
+    }
+
+    const std::string& name() const override { return name_; }
+    std::uint64_t size_bytes() const override { return object_.size_bytes(); }
+    std::size_t alignment_bytes() const override { return 1; }
+    std::size_t preferred_read_bytes() const override { return options_.range_size_bytes; }
+    std::string describe() const override {
+        return std::string(url_.scheme == "https" ? "HTTP/2 over TLS, " : "HTTP/2 cleartext (h2c), ") +
+               std::to_string(options_.connections) + " connections x " + std::to_string(streams_per_connection_) +
+               " streams";
+    }
+
+    Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
+        auto read = range_get(offset_bytes, target.bytes());
+        co_return co_await std::move(read);
+    }
+    Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
+        auto read = range_get(offset_bytes, dst);
+        co_return co_await std::move(read);
+    }
+
+    Task<Result<void>> open() {
+        if (url_.scheme == "https") {
+            auto context = make_client_tls_context(options_.ca_file, options_.insecure);
+            if (!context) {
+                co_return context.error();
+            }
+            tls_context_ = std::move(*context);
+        }
+        auto resolving = resolve(url_);
+        auto resolved = co_await std::move(resolving);
+        if (!resolved) {
+            co_return resolved.error();
+        }
+        // The first connection decides whether the server speaks HTTP/2 at all (ALPN).
+        auto connecting = connect();
+        auto first = co_await std::move(connecting);
+        if (!first) {
+            co_return first.error();
+        }
+        std::byte probe_byte[1];
+        auto probe = range_get(0, probe_byte);
+        auto got = co_await std::move(probe);
+        if (!got) {
+            Error error = got.error();
+            if (!any_response_ && url_.scheme == "http") {
+                error.detail +=
+                    " (no HTTP/2 response: h2c needs a server that takes HTTP/2 with prior knowledge; "
+                    "--http-version 1.1 for an HTTP/1.1 server)";
+            }
+            co_return error;
+        }
+        co_return Result<void>();
+    }
+
+private:
+    Task<Result<void>> resolve(const Url& url) {
+        auto loop = co_await asio::this_coro::executor;
+        tcp::resolver resolver(loop);
+        auto [ec, endpoints] = co_await resolver.async_resolve(url.host, url.port, use_task);
+        if (ec) {
+            co_return fail(errc::io_error, name_ + ": cannot resolve " + url.host + ": " + ec.message());
+        }
+        endpoints_ = std::move(endpoints);
+        co_return Result<void>();
+    }
+
+    Http2Settings settings() const {
+        Http2Settings settings;
+        settings.timeout = options_.timeout;
+        settings.insecure = options_.insecure;
+        settings.allow_http1 = allow_http1_;
+        // A stream's window holds a whole range; the connection's all of its streams' ranges.
+        const auto range = std::min<std::size_t>(options_.range_size_bytes, (1U << 31) - 1);
+        settings.stream_window_bytes = static_cast<std::uint32_t>(std::max<std::size_t>(range, 1 << 20));
+        settings.connection_window_bytes = static_cast<std::uint32_t>(
+            std::min<std::size_t>(range * streams_per_connection_ + (1 << 20), (1U << 31) - 1));
+        return settings;
+    }
+
+    Task<Result<std::shared_ptr<Http2Connection>>> connect() {
+        ++connecting_;
+        auto loop = co_await asio::this_coro::executor;
+        auto opening = Http2Connection::open(loop, endpoints_, url_, tls_context_.get(), settings());
+        auto opened = co_await std::move(opening);
+        --connecting_;
+        if (!opened) {
+            co_return fail(opened.error().code, name_ + ": " + opened.error().detail);
+        }
+        connections_.push_back(*opened);
+        co_return *opened;
+    }
+
+    // A connection with a free stream, opening one while fewer than `connections` exist.
+    Task<Result<std::shared_ptr<Http2Connection>>> acquire() {
+        for (;;) {
+            std::erase_if(connections_, [](const auto& c) { return !c->usable(); });
+            std::shared_ptr<Http2Connection> best;
+            for (const auto& connection : connections_) {
+                if (connection->streams_in_flight() < streams_per_connection_ &&
+                    (!best || connection->streams_in_flight() < best->streams_in_flight())) {
+                    best = connection;
+                }
+            }
+            if (best && best->streams_in_flight() == 0) {
+                co_return best;
+            }
+            if (connections_.size() + connecting_ < options_.connections) {
+                auto connecting = connect();
+                co_return co_await std::move(connecting);
+            }
+            if (best) {
+                co_return best;
+            }
+            auto waited = co_await slot_freed_.async_wait(use_task);
+            (void)waited;
+        }
+    }
+
+    Task<Result<std::size_t>> range_get(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        if (dst.empty() || (object_.known() && offset_bytes >= object_.size_bytes())) {
+            co_return std::size_t{0};
+        }
+        const std::size_t length =
+            object_.known()
+                ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), object_.size_bytes() - offset_bytes))
+                : dst.size();
+        std::size_t redirects = 0;
+        std::size_t resends = 0;
+        for (std::size_t attempt = 1;; ++attempt) {
+            auto trying = try_range(offset_bytes, dst.first(length));
+            Attempt done = co_await std::move(trying);
+            if (!done.redirect.empty()) {
+                if (++redirects > max_redirects) {
+                    co_return fail(errc::io_error, name_ + ": more than " + std::to_string(max_redirects) +
+                                                       " redirects (last to " + done.redirect + ")");
+                }
+                auto moving = follow_redirect(done.redirect);
+                auto moved = co_await std::move(moving);
+                if (!moved) {
+                    co_return moved.error();
+                }
+                --attempt;
+                continue;
+            }
+            if (done.bytes || (!done.retryable && !done.resend_now)) {
+                co_return std::move(done.bytes);
+            }
+            if (done.resend_now && ++resends <= options_.connections + 1) {
+                --attempt; // a connection that went away before serving it: not the request's fault
+                continue;
+            }
+            if (attempt >= options_.attempts) {
+                Error error = done.bytes.error();
+                error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
+                co_return error;
+            }
+            auto pause = backoff(attempt, done.retry_after);
+            co_await std::move(pause);
+        }
+    }
+
+    Task<Attempt> try_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        Attempt out;
+        auto acquiring = acquire();
+        auto connection = co_await std::move(acquiring);
+        if (!connection) {
+            out.bytes = connection.error();
+            out.retryable = connection.error().code != errc::unsupported &&
+                            connection.error().detail.find("TLS handshake") == std::string::npos;
+            co_return out;
+        }
+        const std::string range =
+            "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
+        std::vector<Http2Connection::Header> headers;
+        if (options_.request_headers) {
+            headers = options_.request_headers(url_, "GET");
+        }
+        auto requesting = (*connection)->get(url_, range, headers, dst);
+        Http2Response response = co_await std::move(requesting);
+        slot_freed_.cancel(); // wakes every waiter; each looks again
+        const auto& facts = response.facts;
+        any_response_ = any_response_ || facts.status != 0;
+        if (facts.status == 0) { // no response: the connection failed or went away
+            out.bytes = object_.range_error(response.outcome ? "no response" : response.outcome.error().detail,
+                                            offset_bytes, dst.size());
+            out.retryable = true;
+            out.resend_now = response.refused;
+            co_return out;
+        }
+        if (is_redirect(facts.status)) {
+            out.redirect = facts.location;
+            if (out.redirect.empty()) {
+                out.bytes = object_.range_error("HTTP " + std::to_string(facts.status) + " without a Location",
+                                                offset_bytes, dst.size());
+            }
+            co_return out;
+        }
+        if (!object_.known() && facts.status == 200) {
+            out.bytes = fail(errc::unsupported, name_ +
+                                                    ": the server ignores Range requests over HTTP/2 "
+                                                    "(--http-version 1.1 reads such a server sequentially)");
+            co_return out;
+        }
+        auto checked = object_.check_range(facts, offset_bytes, dst.size());
+        if (!checked) {
+            out.bytes = checked.error();
+            out.retryable = retryable_status(facts.status);
+            out.retry_after = retry_after_of(facts);
+            co_return out;
+        }
+        const auto content_range = parse_content_range(facts.content_range);
+        const std::uint64_t promised = content_range->last - content_range->first + 1;
+        if (promised > dst.size()) {
+            out.bytes = object_.range_error("a 206 response longer than the range asked for", offset_bytes, dst.size());
+            co_return out;
+        }
+        if (!response.outcome || response.body_bytes < promised) {
+            // Cut mid-body: what arrived counts; the engine asks again from there.
+            out.retryable = true;
+            out.bytes = response.body_bytes > 0
+                            ? Result<std::size_t>(response.body_bytes)
+                            : Result<std::size_t>(object_.range_error(
+                                  "the body was cut off" +
+                                      (response.outcome ? std::string() : ": " + response.outcome.error().detail),
+                                  offset_bytes, dst.size()));
+            co_return out;
+        }
+        out.bytes = response.body_bytes;
+        co_return out;
+    }
+
+    Task<Result<void>> follow_redirect(const std::string& location) {
+        auto parsed = resolve_redirect(url_, location, name_);
+        if (!parsed) {
+            co_return parsed.error();
+        }
+        if (parsed->host != url_.host || parsed->port != url_.port) {
+            auto resolving = resolve(*parsed);
+            auto resolved = co_await std::move(resolving);
+            if (!resolved) {
+                co_return resolved.error();
+            }
+            for (auto& connection : connections_) {
+                connection->close(); // streams in flight to the old host fail and are retried there
+            }
+            connections_.clear();
+        }
+        url_ = std::move(*parsed);
+        co_return Result<void>();
+    }
+
+    Task<void> backoff(std::size_t attempt, std::chrono::milliseconds retry_after) {
+        auto loop = co_await asio::this_coro::executor;
+        asio::steady_timer timer(loop);
+        timer.expires_after(backoff_.delay(attempt, retry_after));
+        auto waited = co_await timer.async_wait(use_task);
+        (void)waited;
+    }
+
+    Url url_;
+    std::string name_;
+    HttpSourceOptions options_;
+    std::size_t streams_per_connection_;
+    bool allow_http1_;
+    PinnedObject object_;
+    Backoff backoff_;
+    tcp::resolver::results_type endpoints_;
+    std::unique_ptr<asio::ssl::context> tls_context_; // https only
+    std::vector<std::shared_ptr<Http2Connection>> connections_;
+    std::size_t connecting_ = 0;
+    bool any_response_ = false;
+    asio::steady_timer slot_freed_;
+};
+
+} // namespace
+
+Task<Result<std::unique_ptr<Source>>> open_http2_source(asio::io_context& loop, std::string url,
+                                                        HttpSourceOptions options, Http2SourceOptions http2) {
+    auto parsed = parse_http_url(url);
+    if (!parsed) {
+        co_return parsed.error();
+    }
+    if (options.connections == 0) {
+        co_return fail(errc::invalid_argument, url + ": 0 connections");
+    }
+    auto source = std::make_unique<Http2Source>(loop, std::move(*parsed), std::move(options),
+                                                http2.streams_per_connection, http2.allow_http1);
+    auto opening = source->open();
+    auto opened = co_await std::move(opening);
+    if (!opened) {
+        co_return opened.error();
+    }
+    co_return std::unique_ptr<Source>(std::move(source));
+}
+
+} // namespace ringload

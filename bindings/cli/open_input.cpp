@@ -5,11 +5,15 @@ namespace ringload::cli {
 
 Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network,
                                 ReadMode read_mode) {
-    RL_TRY(decryption, decryption_from(keys));
     OpenOptions open_options;
     open_options.read_mode = read_mode;
     open_options.network = network_options(network);
-    open_options.decryption = std::move(decryption);
+    // Assigned in place: a moved-out local optional made g++ 12 -O2 warn (maybe-uninitialized).
+    auto decryption = decryption_from(keys);
+    if (!decryption) {
+        return decryption.error();
+    }
+    open_options.decryption = std::move(*decryption);
     return Deserializer::open(uri, std::move(open_options));
 }
 

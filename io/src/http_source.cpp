@@ -1,6 +1,7 @@
 // io/src/http_source.cpp
 #include "ringload/io/http_source.hpp"
 
+#include "ringload/io/s3_error.hpp"
 #include "ringload/io/url.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -456,7 +457,13 @@ private:
         }
         auto checked = check_response(response, offset_bytes, dst.size());
         if (!checked) {
-            out.bytes = checked.error();
+            Error error = checked.error();
+            auto explaining = error_body_summary(connection, parser);
+            const std::string why = co_await std::move(explaining);
+            if (!why.empty()) {
+                error.detail += " (" + why + ")";
+            }
+            out.bytes = error;
             out.retryable = retryable_status(response.result_int());
             if (auto seconds = parse_number(response[http::field::retry_after])) {
                 out.retry_after = std::chrono::seconds(*seconds);
@@ -482,6 +489,21 @@ private:
         out.reusable = parser.keep_alive();
         out.bytes = got;
         co_return out;
+    }
+
+    // S3 and S3-compatible servers say why they refused in a small XML body (<Code>,
+    // <Message>) of a 4xx: "NoSuchKey", "SignatureDoesNotMatch", "AccessDenied". Otherwise "".
+    Task<std::string> error_body_summary(Connection& connection, http::response_parser<http::buffer_body>& parser) {
+        const auto length = parser.content_length();
+        if (parser.get().result_int() < 400 || parser.get().result_int() >= 500 || !length || parser.chunked() ||
+            *length > 64 * 1024) {
+            co_return std::string();
+        }
+        std::vector<std::byte> body(static_cast<std::size_t>(*length));
+        auto reading = read_body(connection, body);
+        auto [ec, got] = co_await std::move(reading);
+        (void)ec;
+        co_return s3_error_summary(std::string_view(reinterpret_cast<const char*>(body.data()), got));
     }
 
     template <class Response>

@@ -26,6 +26,11 @@ Task<Result<std::unique_ptr<Source>>> open_s3_source(asio::io_context& loop, std
     auto opened = co_await std::move(opening);
     if (!opened) {
         Error error = with_context(opened.error(), uri);
+        if (error.detail.find("HTTP 301") != std::string::npos) {
+            // S3's answer to a request sent to another region's endpoint (no Location).
+            error.detail +=
+                " (is the bucket in another region than " + config->region + "? set AWS_REGION or the endpoint)";
+        }
         error.detail += " (credentials: " + config->credentials_from + ")";
         co_return error;
     }

@@ -7,6 +7,9 @@
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
 #     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
 #     as an independent reader in the tests.
+#   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
+#     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
+#     cryptography than the --no-deps .venv may take beside Debian's torch.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,5 +44,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if ! .venv/bin/python -c "import tensorizer, torch" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps "${python_packages[@]}"
+fi
+if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then
+    /usr/bin/python3 -m venv .venv-moto
+    .venv-moto/bin/pip install -q --disable-pip-version-check -r scripts/requirements-moto.txt
 fi
 echo "setup: done"

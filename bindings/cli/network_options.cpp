@@ -9,7 +9,9 @@ void add_network_options(CLI::App& command, NetworkArgs& args) {
     command.add_option("--streams", o.streams_per_connection, "HTTP/2: streams in flight per connection");
     command.add_option("--timeout", o.timeout_seconds, "network sources: seconds to connect or wait for the server");
     command.add_option("--attempts", o.attempts, "network sources: tries per request (backoff in between)");
-    command.add_option("--range-size", o.range_size_bytes, "http(s)/s3: bytes per range request (default 8 MiB)");
+    command.add_option("--range-size", o.range_size_bytes,
+                       "http(s)/s3: bytes per range request (default 8 MiB); s3 uploads: bytes per part (default 16 "
+                       "MiB, at least 5 MiB)");
     command
         .add_option("--http-version", args.http_version, "1.1 or 2 (on http://, 2 is h2c; on https://, ALPN decides)")
         ->check(CLI::IsMember({"1.1", "2"}));

@@ -2,6 +2,7 @@
 #include "ringload/io/http_source.hpp"
 
 #include "http_object.hpp"
+#include "ringload/io/s3_error.hpp"
 #include "ringload/io/url.hpp"
 #include "tls_context.hpp"
 
@@ -359,7 +360,13 @@ private:
         const ResponseFacts facts = facts_of(response);
         auto checked = object_.check_range(facts, offset_bytes, dst.size());
         if (!checked) {
-            out.bytes = checked.error();
+            Error error = checked.error();
+            auto explaining = error_body_summary(connection, parser);
+            const std::string why = co_await std::move(explaining);
+            if (!why.empty()) {
+                error.detail += " (" + why + ")";
+            }
+            out.bytes = error;
             out.retryable = retryable_status(facts.status);
             out.retry_after = retry_after_of(facts);
             co_return out; // the body is not read: the connection is not reusable
@@ -384,6 +391,21 @@ private:
         out.reusable = parser.keep_alive();
         out.bytes = got;
         co_return out;
+    }
+
+    // S3 and S3-compatible servers say why they refused in a small XML body (<Code>,
+    // <Message>) of a 4xx: "NoSuchKey", "SignatureDoesNotMatch", "AccessDenied". Otherwise "".
+    Task<std::string> error_body_summary(Connection& connection, http::response_parser<http::buffer_body>& parser) {
+        const auto length = parser.content_length();
+        if (parser.get().result_int() < 400 || parser.get().result_int() >= 500 || !length || parser.chunked() ||
+            *length > 64 * 1024) {
+            co_return std::string();
+        }
+        std::vector<std::byte> body(static_cast<std::size_t>(*length));
+        auto reading = read_body(connection, body);
+        auto [ec, got] = co_await std::move(reading);
+        (void)ec;
+        co_return s3_error_summary(std::string_view(reinterpret_cast<const char*>(body.data()), got));
     }
 
     template <class Response>

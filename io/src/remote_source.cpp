@@ -2,6 +2,7 @@
 #include "ringload/io/remote_source.hpp"
 
 #include "ringload/io/http2_source.hpp"
+#include "ringload/io/s3_source.hpp"
 
 #include <chrono>
 
@@ -56,6 +57,10 @@ Task<Result<std::unique_ptr<Source>>> open_remote_source(asio::io_context& loop,
             // The server chose http/1.1 in ALPN (or ignores Range over HTTP/2).
         }
         auto opening = open_http_source(loop, std::move(uri), http_source_options(options));
+        co_return co_await std::move(opening);
+    }
+    if (uri.starts_with("s3://")) {
+        auto opening = open_s3_source(loop, std::move(uri), options.s3, http_source_options(options));
         co_return co_await std::move(opening);
     }
     const std::string scheme = uri.substr(0, uri.find(':'));

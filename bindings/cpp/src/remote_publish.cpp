@@ -1,6 +1,9 @@
 // bindings/cpp/src/remote_publish.cpp
 #include "remote_publish.hpp"
 
+#include "ringload/io/s3_upload.hpp"
+#include "run_on_loop.hpp"
+
 #include <unistd.h>
 #include <cerrno>
 #include <cstdlib>
@@ -30,8 +33,10 @@ StagingFile::~StagingFile() {
 }
 
 Result<std::string> publish_remote(const std::string& local_path, std::string_view uri, const NetworkOptions& options) {
-    (void)local_path;
-    (void)options;
+    if (uri.starts_with("s3://")) {
+        asio::io_context loop;
+        return run_on_loop(loop, upload_s3_object(loop, local_path, std::string(uri), options));
+    }
     const std::string scheme(uri.substr(0, uri.find(':')));
     return fail(errc::unsupported,
                 std::string(uri) + ": writing to " + scheme + ":// is not available in this version");

@@ -88,8 +88,9 @@ std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model);
 
 class Deserializer {
 public:
-    // A local path, file:// URI, or http:// or https:// URL (HTTP/1.1 range reads). (s3 and
-    // redis arrive with the rest of the network sources.)
+    // A local path, file:// URI, http:// or https:// URL (HTTP/1.1 range reads), or s3://bucket/key
+    // (signed range reads; OpenOptions::network.s3). (redis arrives with the rest of the network
+    // sources.)
     static Result<Deserializer> open(std::string_view uri, OpenOptions options = {});
 
     Deserializer(Deserializer&&) noexcept;

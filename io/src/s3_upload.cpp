@@ -1,0 +1,236 @@
+// io/src/s3_upload.cpp
+#include "ringload/io/s3_upload.hpp"
+
+#include "posix_file.hpp"
+#include "ringload/io/s3_config.hpp"
+#include "ringload/io/s3_connection.hpp"
+#include "ringload/io/s3_error.hpp"
+#include "ringload/io/sigv4.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <optional>
+#include <vector>
+
+namespace ringload {
+namespace {
+
+// What the part uploaders share; owned by upload_multipart, which outlives them.
+struct MultipartUpload {
+    int fd = -1;
+    std::string path;
+    std::uint64_t size_bytes = 0;
+    std::size_t part_size_bytes = 0;
+    std::size_t part_count = 0;
+    std::string object_target; // "/bucket/key" or "/key", encoded
+    std::string upload_id;
+    std::size_t attempts = 0;
+    std::size_t next_part = 0;        // the next part to take, 0-based
+    std::vector<std::string> etags;   // per part, from UploadPart's answers
+    std::optional<std::string> error; // the first failure: every uploader stops
+};
+
+std::string mib(std::size_t bytes) {
+    return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+Result<std::vector<std::byte>> read_range(const MultipartUpload& upload, std::uint64_t offset, std::size_t length) {
+    std::vector<std::byte> bytes(length);
+    std::size_t got = 0;
+    while (got < length) {
+        RL_TRY(n, posix::pread_some(upload.fd, bytes.data() + got, length - got, offset + got, upload.path));
+        if (n == 0) {
+            return fail(errc::io_error, upload.path + ": the file shrank while it was being uploaded");
+        }
+        got += n;
+    }
+    return bytes;
+}
+
+// Takes parts until none are left or one failed anywhere; each part's bytes are read, sent and
+// dropped before the next (memory: one part per connection).
+Task<void> upload_parts(MultipartUpload& upload, S3Connection& connection) {
+    while (!upload.error && upload.next_part < upload.part_count) {
+        const std::size_t part = upload.next_part++;
+        const std::uint64_t offset = static_cast<std::uint64_t>(part) * upload.part_size_bytes;
+        const auto length =
+            static_cast<std::size_t>(std::min<std::uint64_t>(upload.part_size_bytes, upload.size_bytes - offset));
+        auto bytes = read_range(upload, offset, length);
+        if (!bytes) {
+            upload.error = bytes.error().detail;
+            co_return;
+        }
+        const std::string target = upload.object_target + "?partNumber=" + std::to_string(part + 1) +
+                                   "&uploadId=" + sigv4_uri_encode(upload.upload_id, false);
+        auto sending = connection.send_with_retries("PUT", target, *bytes, "", upload.attempts);
+        S3Response response = co_await std::move(sending);
+        if (!response.ok() || response.etag.empty()) {
+            if (!upload.error) {
+                upload.error = "part " + std::to_string(part + 1) + " of " + std::to_string(upload.part_count) + ": " +
+                               (response.ok() ? "the answer has no ETag" : response.failure);
+            }
+            co_return;
+        }
+        upload.etags[part] = response.etag;
+    }
+}
+
+std::string complete_body(const MultipartUpload& upload) {
+    std::string xml = "<CompleteMultipartUpload>";
+    for (std::size_t part = 0; part < upload.part_count; ++part) {
+        xml += "<Part><PartNumber>" + std::to_string(part + 1) + "</PartNumber><ETag>" + upload.etags[part] +
+               "</ETag></Part>";
+    }
+    return xml + "</CompleteMultipartUpload>";
+}
+
+std::span<const std::byte> bytes_of(const std::string& text) {
+    return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+struct Endpoint {
+    S3Config config;
+    Url origin;         // scheme, host and port of every request
+    std::string target; // the object's path, encoded
+    std::unique_ptr<asio::ssl::context> tls;
+};
+
+Result<Endpoint> endpoint_for(const std::string& uri, const NetworkOptions& options) {
+    RL_TRY(location, parse_s3_uri(uri));
+    auto config = resolve_s3_config(options.s3, process_environment(), location.bucket);
+    if (!config) {
+        return with_context(config.error(), uri);
+    }
+    RL_TRY(url, parse_http_url(s3_object_url(*config, location)));
+    Endpoint endpoint{std::move(*config), url, url.target, nullptr};
+    if (url.scheme == "https") {
+        RL_TRY(tls, make_s3_tls_context(options.ca_file, options.insecure));
+        endpoint.tls = std::move(tls);
+    }
+    return endpoint;
+}
+
+// The part uploaders run side by side; this waits for all of them (they share `upload`).
+Task<void> run_uploaders(asio::io_context& loop, MultipartUpload& upload,
+                         std::vector<std::unique_ptr<S3Connection>>& connections) {
+    std::size_t running = connections.size();
+    asio::steady_timer all_done(loop);
+    all_done.expires_at(asio::steady_timer::time_point::max());
+    for (auto& connection : connections) {
+        asio::co_spawn(loop, upload_parts(upload, *connection), [&running, &all_done](std::exception_ptr) {
+            if (--running == 0) {
+                all_done.cancel();
+            }
+        });
+    }
+    while (running > 0) {
+        auto waited = co_await all_done.async_wait(use_task);
+        (void)waited;
+    }
+}
+
+} // namespace
+
+Task<Result<std::string>> upload_s3_object(asio::io_context& loop, std::string local_path, std::string uri,
+                                           NetworkOptions options) {
+    auto found = endpoint_for(uri, options);
+    if (!found) {
+        co_return found.error();
+    }
+    Endpoint& endpoint = *found;
+    const auto timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
+    const std::size_t attempts = std::max<std::size_t>(options.attempts, 1);
+
+    MultipartUpload upload;
+    upload.path = local_path;
+    posix::FileDescriptor file(::open(local_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file.valid()) {
+        co_return posix::errno_error(local_path, "cannot open the file to upload", errno);
+    }
+    struct stat facts {};
+    if (::fstat(file.get(), &facts) != 0) {
+        co_return posix::errno_error(local_path, "cannot stat the file to upload", errno);
+    }
+    upload.fd = file.get();
+    upload.size_bytes = static_cast<std::uint64_t>(facts.st_size);
+    upload.part_size_bytes = options.range_size_bytes != 0 ? options.range_size_bytes : s3_part_size_bytes_default;
+    if (upload.part_size_bytes < s3_part_size_bytes_min) {
+        co_return fail(errc::invalid_argument, uri + ": S3 parts must be at least 5 MiB, not " +
+                                                   std::to_string(upload.part_size_bytes) + " bytes");
+    }
+    while ((upload.size_bytes + upload.part_size_bytes - 1) / upload.part_size_bytes > s3_part_count_max) {
+        upload.part_size_bytes *= 2;
+    }
+    upload.object_target = endpoint.target;
+    upload.attempts = attempts;
+
+    S3Connection control(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout);
+    auto failed = [&](const std::string& what) {
+        return fail(errc::io_error, uri + ": " + what + " (credentials: " + endpoint.config.credentials_from + ")");
+    };
+
+    if (upload.size_bytes <= upload.part_size_bytes) {
+        // One request: it replaces the object in one step, so it too appears whole or not at all.
+        auto bytes = read_range(upload, 0, static_cast<std::size_t>(upload.size_bytes));
+        if (!bytes) {
+            co_return bytes.error();
+        }
+        auto putting =
+            control.send_with_retries("PUT", upload.object_target, *bytes, "application/octet-stream", attempts);
+        S3Response put = co_await std::move(putting);
+        if (!put.ok()) {
+            co_return failed("PutObject failed: " + put.failure);
+        }
+        co_return std::string("S3 PutObject");
+    }
+
+    auto creating =
+        control.send_with_retries("POST", upload.object_target + "?uploads=", {}, "application/octet-stream", attempts);
+    S3Response created = co_await std::move(creating);
+    const auto id_start = created.body.find("<UploadId>");
+    const auto id_end = created.body.find("</UploadId>");
+    if (!created.ok() || id_start == std::string::npos || id_end == std::string::npos) {
+        co_return failed("CreateMultipartUpload failed: " +
+                         (created.ok() ? std::string("the answer has no UploadId") : created.failure));
+    }
+    upload.upload_id = created.body.substr(id_start + 10, id_end - id_start - 10);
+    upload.part_count =
+        static_cast<std::size_t>((upload.size_bytes + upload.part_size_bytes - 1) / upload.part_size_bytes);
+    upload.etags.resize(upload.part_count);
+
+    std::vector<std::unique_ptr<S3Connection>> connections;
+    const std::size_t uploader_count = std::clamp<std::size_t>(options.connections, 1, 4);
+    for (std::size_t i = 0; i < std::min(uploader_count, upload.part_count); ++i) {
+        connections.push_back(
+            std::make_unique<S3Connection>(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout));
+    }
+    auto uploading = run_uploaders(loop, upload, connections);
+    co_await std::move(uploading);
+
+    const std::string upload_target = upload.object_target + "?uploadId=" + sigv4_uri_encode(upload.upload_id, false);
+    if (!upload.error) {
+        const std::string body = complete_body(upload);
+        auto completing = control.send_with_retries("POST", upload_target, bytes_of(body), "application/xml", attempts);
+        S3Response completed = co_await std::move(completing);
+        // S3 may answer 200 and still fail: the error is then in the body.
+        const std::string late_error = completed.ok() ? s3_error_summary(completed.body) : "";
+        if (completed.ok() && late_error.empty()) {
+            co_return "S3 multipart upload, " + std::to_string(upload.part_count) + " parts of " +
+                mib(upload.part_size_bytes);
+        }
+        upload.error = "CompleteMultipartUpload failed: " + (late_error.empty() ? completed.failure : late_error);
+    }
+    auto aborting = control.send_with_retries("DELETE", upload_target, {}, "", attempts);
+    S3Response aborted = co_await std::move(aborting);
+    co_return failed(*upload.error + (aborted.ok() ? "; the upload was aborted, nothing was written"
+                                                   : "; aborting the upload failed too (" + aborted.failure +
+                                                         "): its parts may stay stored until a lifecycle rule "
+                                                         "removes them"));
+}
+
+} // namespace ringload

@@ -251,7 +251,8 @@ struct Http2Connection::Impl {
     }
 
     void schedule_flush(const std::shared_ptr<Http2Connection>& self) {
-        if (!writing && !dead) {
+        // Most reads leave nothing to send (WINDOW_UPDATEs come every half window).
+        if (!writing && !dead && nghttp2_session_want_write(session) != 0) {
             asio::co_spawn(executor, flush(self), asio::detached);
         }
     }

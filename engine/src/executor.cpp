@@ -24,6 +24,7 @@ struct ChunkWindow {
     std::size_t read_length_bytes = 0;
     std::uint64_t useful_offset_bytes = 0;
     std::size_t useful_length_bytes = 0;
+    bool in_place = false; // inside one of the handler's in_place_ranges (then alignment is 1)
 };
 
 // Shared by the scheduler, the read coroutines and the workers of one run.
@@ -36,16 +37,29 @@ std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
     return (value + alignment - 1) / alignment * alignment;
 }
 
-// Splits every range into windows of at most one slot, aligned for the source.
-std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_size_bytes, std::size_t alignment) {
+// Splits every range into windows of at most one slot, aligned for the source, and cut where
+// an in-place range (sorted) begins or ends so that a window is wholly in one or outside all.
+std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_size_bytes, std::size_t alignment,
+                                            const std::vector<ReadRange>& in_place) {
     std::vector<ChunkWindow> windows;
+    auto next_in_place = in_place.begin();
     for (const auto& range : plan.ranges) {
         std::uint64_t position = range.offset_bytes;
         while (position < range.end_bytes()) {
+            while (next_in_place != in_place.end() && next_in_place->end_bytes() <= position) {
+                ++next_in_place;
+            }
+            std::uint64_t segment_end = range.end_bytes();
+            bool inside = false;
+            if (next_in_place != in_place.end()) {
+                inside = next_in_place->offset_bytes <= position;
+                segment_end = std::min(segment_end, inside ? next_in_place->end_bytes() : next_in_place->offset_bytes);
+            }
             ChunkWindow window;
+            window.in_place = inside;
             window.read_offset_bytes = align_down(position, alignment);
             std::uint64_t lead = position - window.read_offset_bytes;
-            std::uint64_t useful = std::min<std::uint64_t>(slot_size_bytes - lead, range.end_bytes() - position);
+            std::uint64_t useful = std::min<std::uint64_t>(slot_size_bytes - lead, segment_end - position);
             window.useful_offset_bytes = position;
             window.useful_length_bytes = static_cast<std::size_t>(useful);
             // Never past the slot: the slot size is a multiple of the alignment. Past EOF an
@@ -63,9 +77,12 @@ std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_s
 Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, WorkerPool& pool, ChunkHandler& handler,
                       std::shared_ptr<RunState> state, const RunControls& controls, std::uint64_t plan_bytes) {
     const std::uint64_t needed = window.useful_offset_bytes + window.useful_length_bytes - window.read_offset_bytes;
+    // In place: straight to the bytes' destination; the slot only stands for a read in flight.
+    std::byte* in_place = window.in_place ? handler.in_place_destination(window.useful_offset_bytes) : nullptr;
     std::size_t done = 0;
     while (done < needed) {
-        ReadTarget target{&slot, done, window.read_length_bytes - done};
+        ReadTarget target{&slot, done, window.read_length_bytes - done,
+                          in_place != nullptr ? in_place + done : nullptr};
         auto read = co_await source.read_some_at(window.read_offset_bytes + done, target);
         if (!read) {
             state->record_failure(read.error());
@@ -84,8 +101,8 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         co_return; // the slot goes back when `slot` dies
     }
     std::size_t lead = static_cast<std::size_t>(window.useful_offset_bytes - window.read_offset_bytes);
-    auto chunk =
-        std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead, window.useful_length_bytes);
+    auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
+                                               window.useful_length_bytes, in_place);
     state->add_done(window.useful_length_bytes);
     state->report_progress(controls, plan_bytes, false);
 
@@ -117,7 +134,9 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
                                                    " bytes are smaller than twice the source's alignment (" +
                                                    std::to_string(alignment) + " bytes)");
     }
-    const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment);
+    const auto in_place =
+        source.accepts_any_destination() && alignment == 1 ? handler.in_place_ranges() : std::vector<ReadRange>{};
+    const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place);
     const std::uint64_t plan_bytes = plan.total_bytes();
 
     RunStats stats;

@@ -18,9 +18,12 @@ constexpr std::size_t huge_page_bytes = 2 << 20;
 constexpr std::size_t prefault_step_bytes = 64 << 20;
 
 // Touches each page once (one write per 4 KiB) where MADV_POPULATE_WRITE is unknown.
+// Faults each page in for writing without changing it: the copies (or in-place network reads)
+// may already be filling it, and a plain store of 0 would wipe what they wrote. An atomic
+// add of 0 is a write access that keeps whatever is there.
 void touch_pages(std::byte* begin, std::size_t length) {
     for (std::size_t offset = 0; offset < length; offset += 4096) {
-        reinterpret_cast<volatile char*>(begin)[offset] = 0;
+        __atomic_fetch_add(reinterpret_cast<unsigned char*>(begin + offset), 0, __ATOMIC_RELAXED);
     }
 }
 

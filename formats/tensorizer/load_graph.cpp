@@ -178,9 +178,11 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
             }
             continue;
         }
-        if (begin < end) {
-            copy_to_destination(load.destination + (begin - load.data_offset), bytes + (begin - chunk_begin),
-                                end - begin);
+        // Bytes read in place (in_place_ranges) are already there.
+        std::byte* destination = load.destination + (begin - load.data_offset);
+        const std::byte* source = bytes + (begin - chunk_begin);
+        if (begin < end && destination != source) {
+            copy_to_destination(destination, source, end - begin);
         }
         if (load.sequencer) {
             // Hashed from the destination, not the slot: the slot goes back to the ring now, so
@@ -189,6 +191,26 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
         }
     }
     return {};
+}
+
+std::vector<ReadRange> LoadGraph::in_place_ranges() const {
+    std::vector<ReadRange> ranges;
+    for (const auto& load : loads_) {
+        const std::uint64_t length = load->record_end - load->data_offset;
+        if (!load->decryption && load->destination != nullptr && length >= in_place_min_bytes) {
+            ranges.push_back({load->data_offset, length});
+        }
+    }
+    return ranges;
+}
+
+std::byte* LoadGraph::in_place_destination(std::uint64_t offset_bytes) const {
+    auto it = std::partition_point(loads_.begin(), loads_.end(),
+                                   [&](const auto& load) { return load->record_end <= offset_bytes; });
+    if (it == loads_.end() || (*it)->data_offset > offset_bytes || (*it)->decryption) {
+        return nullptr;
+    }
+    return (*it)->destination + (offset_bytes - (*it)->data_offset);
 }
 
 std::uint16_t LoadGraph::module_index_of(const TensorInfo& tensor) const {

@@ -12,6 +12,9 @@
 // header with hash values zeroed), then the data, read back from the destination so that the
 // slot is free as soon as its bytes are copied; CRC32 and SHA-256 are compared at the end.
 //
+// A source that accepts any destination (the network ones) reads large plain tensors' data
+// straight into the tensor (in_place_ranges); process() then finds it there and only hashes.
+//
 // Encrypted tensors: a 2 MiB cipher chunk that lies wholly in one slot, once the header with
 // its MACs is known, is authenticated and decrypted straight from the slot into the tensor.
 // Other ciphertext is copied to the destination, and each such chunk is authenticated and
@@ -56,6 +59,11 @@ public:
 
     const Plan& plan() const noexcept { return plan_; }
     Result<void> process(const ChunkPtr& chunk) override;
+    // Plain (unencrypted) tensors' data of at least in_place_min_bytes: smaller ones stay in the
+    // slots with the headers, so that a source is not asked for many tiny ranges.
+    std::vector<ReadRange> in_place_ranges() const override;
+    std::byte* in_place_destination(std::uint64_t offset_bytes) const override;
+    static constexpr std::uint64_t in_place_min_bytes = 1 << 20;
     Result<void> finish() override;
     // After a successful run: the module_idx the tensor's header holds (the index has none).
     std::uint16_t module_index_of(const TensorInfo& tensor) const;

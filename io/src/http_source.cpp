@@ -77,6 +77,7 @@ public:
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return object_.size_bytes(); }
     std::size_t alignment_bytes() const override { return 1; }
+    bool accepts_any_destination() const override { return true; }
     // 8 MiB range requests by default: 1.5 GB/s on loopback against 1.3 with 4 MiB (fewer
     // round trips).
     std::size_t preferred_read_bytes() const override { return options_.range_size_bytes; }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "ringload/engine/buffer_ring.hpp"
+#include "ringload/error.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,14 +37,20 @@ struct Plan {
 // it (and so its slot) alive.
 class Chunk {
 public:
-    Chunk(SlotLease slot, std::uint64_t source_offset_bytes, std::size_t lead_bytes, std::size_t length_bytes)
+    Chunk(SlotLease slot, std::uint64_t source_offset_bytes, std::size_t lead_bytes, std::size_t length_bytes,
+          const std::byte* in_place = nullptr)
         : slot_(std::move(slot)),
           source_offset_bytes_(source_offset_bytes),
           lead_bytes_(lead_bytes),
-          length_bytes_(length_bytes) {}
+          length_bytes_(length_bytes),
+          in_place_(in_place) {}
 
-    // Source bytes [source_offset, source_offset + length) as they sit in the slot.
-    std::span<const std::byte> bytes() const noexcept { return slot_.bytes().subspan(lead_bytes_, length_bytes_); }
+    // Source bytes [source_offset, source_offset + length) as they sit in the slot, or where
+    // they were read in place (then the slot only counted the read in flight).
+    std::span<const std::byte> bytes() const noexcept {
+        return in_place_ != nullptr ? std::span<const std::byte>(in_place_, length_bytes_)
+                                    : slot_.bytes().subspan(lead_bytes_, length_bytes_);
+    }
     std::uint64_t source_offset_bytes() const noexcept { return source_offset_bytes_; }
     std::uint64_t source_end_bytes() const noexcept { return source_offset_bytes_ + length_bytes_; }
 
@@ -52,6 +59,7 @@ private:
     std::uint64_t source_offset_bytes_ = 0;
     std::size_t lead_bytes_ = 0; // alignment fix-up at the front of the slot
     std::size_t length_bytes_ = 0;
+    const std::byte* in_place_ = nullptr;
 };
 
 using ChunkPtr = std::shared_ptr<const Chunk>;
@@ -62,6 +70,15 @@ class ChunkHandler {
 public:
     virtual ~ChunkHandler() = default;
     virtual Result<void> process(const ChunkPtr& chunk) = 0;
+    // Source ranges whose bytes go unchanged to one place each (a plain tensor's data), sorted:
+    // with a source that accepts_any_destination(), they are read there directly and then
+    // handed to process() as chunks whose bytes() already are in place.
+    virtual std::vector<ReadRange> in_place_ranges() const { return {}; }
+    // Where source bytes [offset, offset + length), inside one in_place_ranges() entry, go.
+    virtual std::byte* in_place_destination(std::uint64_t offset_bytes) const {
+        (void)offset_bytes;
+        return nullptr;
+    }
     // Called once on the loop thread after every chunk was released: final checks.
     virtual Result<void> finish() = 0;
 };

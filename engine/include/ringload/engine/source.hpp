@@ -25,13 +25,18 @@
 
 namespace ringload {
 
-// A bulk read's destination: a window inside a leased slot.
+// A bulk read's destination: a window inside a leased slot, or, for a source that
+// accepts_any_destination(), the bytes' final place (`in_place`: a tensor's memory).
 struct ReadTarget {
     const SlotLease* slot = nullptr;
     std::size_t slot_offset_bytes = 0;
     std::size_t length_bytes = 0;
+    std::byte* in_place = nullptr;
 
-    std::span<std::byte> bytes() const { return slot->bytes().subspan(slot_offset_bytes, length_bytes); }
+    std::span<std::byte> bytes() const {
+        return in_place != nullptr ? std::span<std::byte>(in_place, length_bytes)
+                                   : slot->bytes().subspan(slot_offset_bytes, length_bytes);
+    }
 };
 
 class Source {
@@ -46,6 +51,10 @@ public:
     // Whether bulk reads go through the loop's io_uring, so that registering the ring's slots
     // as fixed buffers pays off.
     virtual bool uses_io_uring() const { return false; }
+    // Whether bulk reads may go to any memory (ReadTarget::in_place), not only ring slots: a
+    // network source copies from its socket or receive buffer anyway, so it can put tensor
+    // data straight where it belongs and save the slot-to-tensor copy.
+    virtual bool accepts_any_destination() const { return false; }
     // The read size (ring slot size) that suits it when the caller has no preference.
     virtual std::size_t preferred_read_bytes() const { return 4 << 20; }
 

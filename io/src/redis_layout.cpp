@@ -99,7 +99,8 @@ Result<RedisUri> parse_redis_uri(std::string_view uri) {
     if (host.empty()) {
         return fail(errc::invalid_argument, out.text + ": no host");
     }
-    if (!port.empty() && !all_digits(port)) {
+    if (!port.empty() && (!all_digits(port) || port.size() > 5 || std::stoul(std::string(port)) == 0 ||
+                          std::stoul(std::string(port)) > 65535)) {
         return fail(errc::invalid_argument, out.text + ": bad port '" + std::string(port) + "'");
     }
     out.host = std::string(host);

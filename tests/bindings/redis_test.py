@@ -14,15 +14,18 @@ with the real tensorizer (the project's .venv) as the peer:
      glob characters in a prefix match only themselves; AUTH (user-less password) works and a
      wrong password is refused without showing it;
   4. errors fail fast with one line naming the URI: a closed port, a prefix with no keys, no
-     prefix at all, a missing key (a gap), a missing header key.
+     prefix at all, a missing key (a gap), a missing header key, a key that grows or goes
+     away between open and read (through a proxy that changes it just before the first read).
 Exits 77 (skipped, with the reason) where redis-server, tensorizer or redis-py is missing.
 """
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
@@ -100,6 +103,35 @@ def tensorizer_to_redis(client, path, prefix, encryption=None):
 def values_under(client, prefix):
     """{key without the prefix: value} for every key under "<prefix>:"."""
     return {key[len(prefix):]: client.get(key) for key in client.scan_iter(match=prefix.encode() + b":*")}
+
+
+class MutatingProxy:
+    """A TCP proxy to the server that runs `action()` just before it forwards the first request
+    holding a GETRANGE: the keys change after ringload's SCAN and STRLEN, before its reads."""
+
+    def __init__(self, target_port, action):
+        self.target_port, self.action, self.fired = target_port, action, False
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, source, target, requests):
+        try:
+            while data := source.recv(1 << 16):
+                if requests and not self.fired and b"GETRANGE" in data:
+                    self.fired = True
+                    self.action()
+                target.sendall(data)
+            target.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
 
 def fails_cleanly(label, args, needles):
@@ -214,11 +246,24 @@ with server, tempfile.TemporaryDirectory() as tmp:
     client.delete("headless:header:0")
     fails_cleanly("no header key", ["load", f"{server.uri}/headless"], [f"{server.uri}/headless", "headless:header:0"])
 
+    # A key that changes size between open and read fails the load, naming it: grown (the
+    # index read asks one byte past the header key's end), or gone (GETRANGE answers nothing).
+    run("convert", big, f"{server.uri}/changing")
+    data_key = sorted(k for k in client.scan_iter(match=b"changing:*") if not k.startswith(b"changing:header:"))[-1]
+    for label, action, key in [("grown", lambda: client.append("changing:header:0", b"x"), "changing:header:0"),
+                               ("deleted", lambda: client.delete(data_key), data_key.decode())]:
+        proxy = MutatingProxy(server.port, action)
+        uri = f"redis://127.0.0.1:{proxy.port}/changing"
+        fails_cleanly(f"key {label} while loading", ["load", uri, "--connections", "1"],
+                      [uri, f"key '{key}' changed size while loading"])
+        check(f"key {label} while loading: the change happened", proxy.fired)
+        run("convert", big, f"{server.uri}/changing")
+
 # AUTH: a password in the URI is sent, and never shown.
 try:
     secured = RedisServer(password="s3cret pw")
-except RuntimeError as error:
-    secured = None
+except RuntimeError:
+    secured = None  # redis-server is there (the checks above ran), so this does not happen
 if secured is not None:
     with secured:
         tiny = os.path.join(TENSORIZER, "tiny_v1.tensors")

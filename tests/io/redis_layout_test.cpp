@@ -44,6 +44,8 @@ TEST(RedisUri, Refusals) {
     EXPECT_NE(parse_redis_uri("redis://host:6379").error().detail.find("no key prefix"), std::string::npos);
     EXPECT_NE(parse_redis_uri("redis:///x").error().detail.find("no host"), std::string::npos);
     EXPECT_FALSE(parse_redis_uri("redis://host/x?db=1"));
+    EXPECT_FALSE(parse_redis_uri("redis://host:99999999999999999999/x"));
+    EXPECT_FALSE(parse_redis_uri("redis://host:0/x"));
 }
 
 TEST(RedisLayout, KeysPatternsAndOffsets) {

@@ -2,8 +2,8 @@
 # scripts/setup.sh: installs everything ringload needs on Debian 12, idempotently.
 #   - Debian packages (apt-get): compilers, CMake, Ninja, ccache and the C/C++ libraries;
 #     fio (the disk reference); python3-torch and python3-venv for the Python-side tests;
-#     nginx-light (the real HTTP server of the network tests; started by the tests on
-#     127.0.0.1 only), nghttp2-client (h2load) and curl (network references).
+#     nginx-light and redis-server (the real servers of the network tests; started by the
+#     tests on 127.0.0.1 only), nghttp2-client (h2load) and curl (network references).
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
 #     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
 #     as an independent reader in the tests.
@@ -19,7 +19,7 @@ apt_packages=(
     liburing-dev libboost1.81-dev libssl-dev libsodium-dev libnghttp2-dev libisal-dev
     libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
     fio python3 python3-venv python3-torch python3-numpy
-    nginx-light nghttp2-client curl
+    nginx-light nghttp2-client curl redis-server
 )
 missing=()
 for package in "${apt_packages[@]}"; do

@@ -2,6 +2,7 @@
 #include "ringload/io/remote_source.hpp"
 
 #include "ringload/io/http2_source.hpp"
+#include "ringload/io/redis_source.hpp"
 #include "ringload/io/s3_source.hpp"
 
 #include <chrono>
@@ -36,6 +37,10 @@ HttpSourceOptions http_source_options(const NetworkOptions& options) {
 
 Task<Result<std::unique_ptr<Source>>> open_remote_source(asio::io_context& loop, std::string uri,
                                                          const NetworkOptions& options) {
+    if (uri.starts_with("redis://")) {
+        auto opening = open_redis_source(loop, std::move(uri), options); // the URI may hold a password
+        co_return co_await std::move(opening);
+    }
     if (options.range_size_bytes % 4096 != 0) {
         co_return fail(errc::invalid_argument, uri + ": the range size must be a multiple of 4096 bytes, not " +
                                                    std::to_string(options.range_size_bytes));

@@ -146,8 +146,10 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     for (std::size_t k = 0; k < selected.size(); ++k) {
         destinations.push_back({selected[k], arena->data() + arena_offsets[k]});
     }
-    RL_TRY(graph, tensorizer::LoadGraph::create(
-                      index, destinations, {options.verify_hashes, impl_->keys ? &*impl_->keys : nullptr}, impl_->uri));
+    // A remote source's name is its URI without a password (redis://user:***@host/...).
+    const std::string& name = is_remote_uri(impl_->uri) ? impl_->source->name() : impl_->uri;
+    RL_TRY(graph, tensorizer::LoadGraph::create(index, destinations,
+                                                {options.verify_hashes, impl_->keys ? &*impl_->keys : nullptr}, name));
     WorkerPool pool(options.worker_threads);
 
     RunControls controls;

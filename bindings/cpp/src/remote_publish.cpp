@@ -1,15 +1,56 @@
 // bindings/cpp/src/remote_publish.cpp
 #include "remote_publish.hpp"
 
+#include "formats/tensorizer/reader.hpp"
+#include "ringload/io/file_source.hpp"
+#include "ringload/io/redis_publish.hpp"
 #include "ringload/io/s3_upload.hpp"
 #include "run_on_loop.hpp"
 
+#include <boost/asio/io_context.hpp>
+
 #include <unistd.h>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace ringload {
+namespace {
+
+// The keys tensorizer's to_redis makes of a file: bytes [0, 73 + index_len) as "header", then
+// each tensor's header and its data (empty for meta tensors) under the tensor's serialized
+// name. A reader reads the keys back to back, so the records must follow each other with no
+// gap: true of every file written by tensorizer or by us, checked anyway.
+Result<std::vector<RedisPiece>> redis_pieces(const std::string& path) {
+    asio::io_context loop{1};
+    RL_TRY(source, open_file_source(loop, path));
+    RL_TRY(index, run_on_loop(loop, tensorizer::read_index(*source)));
+    constexpr std::uint64_t index_length_offset = 65;
+    std::array<std::byte, 8> field{};
+    RL_TRY_VOID(run_on_loop(loop, read_exactly_at(*source, index_length_offset, field)));
+    std::uint64_t index_length = 0;
+    for (std::size_t i = 0; i < field.size(); ++i) {
+        index_length |= static_cast<std::uint64_t>(field[i]) << (8 * i);
+    }
+    std::uint64_t position = index_length_offset + field.size() + index_length;
+    std::vector<RedisPiece> pieces{{"header", 0, position}};
+    for (const TensorInfo& tensor : index.tensors) {
+        if (tensor.record_offset_bytes != position) {
+            return fail(errc::format_error, path + ": tensor '" + tensor.display_name() + "' starts at byte " +
+                                                std::to_string(tensor.record_offset_bytes) + ", not " +
+                                                std::to_string(position) + ": redis:// needs the records back to back");
+        }
+        pieces.push_back(
+            {tensor.name, tensor.record_offset_bytes, tensor.data_offset_bytes - tensor.record_offset_bytes});
+        pieces.push_back({tensor.name, tensor.data_offset_bytes, tensor.data_length_bytes});
+        position = tensor.data_offset_bytes + tensor.data_length_bytes;
+    }
+    return pieces;
+}
+
+} // namespace
 
 Result<StagingFile> StagingFile::create() {
     const char* tmpdir = std::getenv("TMPDIR");
@@ -36,6 +77,10 @@ Result<std::string> publish_remote(const std::string& local_path, std::string_vi
     if (uri.starts_with("s3://")) {
         asio::io_context loop;
         return run_on_loop(loop, upload_s3_object(loop, local_path, std::string(uri), options));
+    }
+    if (uri.starts_with("redis://")) {
+        RL_TRY(pieces, redis_pieces(local_path));
+        return publish_to_redis(local_path, uri, pieces, options);
     }
     const std::string scheme(uri.substr(0, uri.find(':')));
     return fail(errc::unsupported,

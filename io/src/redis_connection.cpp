@@ -1,0 +1,239 @@
+// io/src/redis_connection.cpp
+#include "redis_connection.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+namespace ringload {
+
+namespace beast = boost::beast;
+
+void append_redis_command(std::string& wire, std::span<const std::string_view> args) {
+    wire += '*';
+    wire += std::to_string(args.size());
+    wire += "\r\n";
+    for (std::string_view arg : args) {
+        wire += '$';
+        wire += std::to_string(arg.size());
+        wire += "\r\n";
+        wire.append(arg);
+        wire += "\r\n";
+    }
+}
+
+RedisConnection::RedisConnection(asio::any_io_executor loop, std::string name, std::chrono::milliseconds timeout)
+    : name_(std::move(name)), timeout_(timeout), stream_(std::move(loop)), reader_(redisReaderCreate()) {
+    RL_ASSERT(reader_ != nullptr, "redisReaderCreate failed (out of memory)");
+}
+
+RedisConnection::~RedisConnection() {
+    redisReaderFree(reader_);
+}
+
+Error RedisConnection::transport_failure(const std::string& what, const boost::system::error_code& ec) {
+    retryable_ = true;
+    connected_ = false;
+    std::string why = ec == beast::error::timeout
+                          ? "no answer within " + std::to_string(timeout_.count() / 1000.0) + " s"
+                      : ec == asio::error::eof ? "the server closed the connection"
+                                               : ec.message();
+    return fail(errc::io_error, name_ + ": " + endpoint_ + ": " + what + ": " + why);
+}
+
+Error RedisConnection::protocol_failure(const std::string& what) {
+    retryable_ = false;
+    connected_ = false;
+    return fail(errc::io_error, name_ + ": " + endpoint_ + ": " + what);
+}
+
+Task<Result<void>> RedisConnection::connect(asio::ip::tcp::resolver::results_type endpoints, const RedisUri& uri) {
+    endpoint_ = uri.endpoint();
+    stream_.expires_after(timeout_);
+    auto connecting = stream_.async_connect(endpoints, use_task);
+    auto done = co_await std::move(connecting);
+    auto& [ec, endpoint] = done;
+    (void)endpoint;
+    if (ec) {
+        co_return transport_failure("cannot connect", ec);
+    }
+    // Pipelined requests are small writes that wait for their answer: Nagle would hold them.
+    boost::system::error_code ignored;
+    stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+    connected_ = true;
+    if (uri.password.empty()) {
+        co_return Result<void>();
+    }
+    std::string wire;
+    if (uri.user.empty()) {
+        append_redis_command(wire, {"AUTH", uri.password});
+    } else {
+        append_redis_command(wire, {"AUTH", uri.user, uri.password});
+    }
+    auto authenticating = exchange(std::move(wire), 1);
+    auto replies = co_await std::move(authenticating);
+    if (!replies) {
+        co_return replies.error();
+    }
+    const redisReply& reply = *replies->front();
+    if (reply.type == REDIS_REPLY_ERROR) {
+        // The server's words ("WRONGPASS invalid username-password pair") never hold the password.
+        co_return protocol_failure("AUTH refused: " + std::string(reply.str, reply.len));
+    }
+    co_return Result<void>();
+}
+
+Task<Result<void>> RedisConnection::send(const std::string& wire) {
+    stream_.expires_after(timeout_);
+    auto writing = asio::async_write(stream_, asio::buffer(wire), use_task);
+    auto done = co_await std::move(writing);
+    auto& [ec, n] = done;
+    (void)n;
+    if (ec) {
+        co_return transport_failure("sending a request", ec);
+    }
+    co_return Result<void>();
+}
+
+// At least one more byte into buffer_.
+Task<Result<void>> RedisConnection::read_more() {
+    stream_.expires_after(timeout_);
+    auto reading = stream_.async_read_some(buffer_.prepare(64 << 10), use_task);
+    auto done = co_await std::move(reading);
+    auto& [ec, n] = done;
+    buffer_.commit(n);
+    if (ec && n == 0) {
+        co_return transport_failure("waiting for a reply", ec);
+    }
+    co_return Result<void>();
+}
+
+Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire, std::size_t reply_count) {
+    auto sending = send(wire);
+    auto sent = co_await std::move(sending);
+    if (!sent) {
+        co_return sent.error();
+    }
+    std::vector<RedisReply> replies;
+    replies.reserve(reply_count);
+    while (replies.size() < reply_count) {
+        void* reply = nullptr;
+        if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
+            co_return protocol_failure(std::string("not a Redis reply: ") + reader_->errstr);
+        }
+        if (reply != nullptr) {
+            replies.emplace_back(static_cast<redisReply*>(reply));
+            continue;
+        }
+        if (buffer_.size() == 0) {
+            auto reading = read_more();
+            auto read = co_await std::move(reading);
+            if (!read) {
+                co_return read.error();
+            }
+        }
+        const auto data = buffer_.data();
+        if (redisReaderFeed(reader_, static_cast<const char*>(data.data()), data.size()) != REDIS_OK) {
+            co_return protocol_failure("out of memory while parsing a reply");
+        }
+        buffer_.consume(data.size());
+    }
+    co_return replies;
+}
+
+Task<Result<std::string>> RedisConnection::read_line() {
+    constexpr std::size_t line_bytes_max = 64 << 10;
+    for (;;) {
+        const auto data = buffer_.data();
+        const std::string_view text(static_cast<const char*>(data.data()), data.size());
+        if (const auto end = text.find("\r\n"); end != std::string_view::npos) {
+            std::string line(text.substr(0, end));
+            buffer_.consume(end + 2);
+            co_return line;
+        }
+        if (text.size() > line_bytes_max) {
+            co_return protocol_failure("a reply line longer than 64 KiB");
+        }
+        auto reading = read_more();
+        auto read = co_await std::move(reading);
+        if (!read) {
+            co_return read.error();
+        }
+    }
+}
+
+// Fills `dst`: buffered bytes first, then socket reads straight into it.
+Task<Result<void>> RedisConnection::read_into(std::span<std::byte> dst) {
+    std::size_t got = asio::buffer_copy(asio::buffer(dst.data(), dst.size()), buffer_.data());
+    buffer_.consume(got);
+    while (got < dst.size()) {
+        stream_.expires_after(timeout_);
+        auto reading = stream_.async_read_some(asio::buffer(dst.data() + got, dst.size() - got), use_task);
+        auto done = co_await std::move(reading);
+        auto& [ec, n] = done;
+        got += n;
+        if (ec && got < dst.size()) {
+            co_return transport_failure("reading a reply", ec);
+        }
+    }
+    co_return Result<void>();
+}
+
+Task<Result<void>> RedisConnection::read_ranges(std::string wire, std::span<const RedisRangeTarget> targets) {
+    auto sending = send(wire);
+    auto sent = co_await std::move(sending);
+    if (!sent) {
+        co_return sent.error();
+    }
+    for (const RedisRangeTarget& target : targets) {
+        auto reading_line = read_line();
+        auto line = co_await std::move(reading_line);
+        if (!line) {
+            co_return line.error();
+        }
+        if (line->starts_with("-")) {
+            co_return protocol_failure("GETRANGE on key '" + std::string(target.key) + "': " + line->substr(1));
+        }
+        long long length = -2;
+        if (line->starts_with("$")) {
+            auto [end, ec] = std::from_chars(line->data() + 1, line->data() + line->size(), length);
+            if (ec != std::errc() || end != line->data() + line->size() || length < -1) {
+                length = -2;
+            }
+        }
+        if (length == -2) {
+            co_return protocol_failure("GETRANGE on key '" + std::string(target.key) + "': an unexpected reply '" +
+                                       line->substr(0, 40) + "'");
+        }
+        if (static_cast<std::size_t>(std::max(length, 0LL)) != target.dst.size()) {
+            // The key was replaced, cut or grown since open (the request asks for one byte past
+            // a key's end, so growth shows too); the stream still holds the body: dropped.
+            co_return protocol_failure("key '" + std::string(target.key) + "' changed size while loading (" +
+                                       std::to_string(std::max(length, 0LL)) + " bytes where " +
+                                       std::to_string(target.dst.size()) + " were expected)");
+        }
+        if (length < 0) {
+            continue; // nil ("$-1\r\n") has no body and no trailer; "$0\r\n\r\n" has both
+        }
+        auto reading_body = read_into(target.dst);
+        auto body = co_await std::move(reading_body);
+        if (!body) {
+            co_return body.error();
+        }
+        std::byte trailer[2];
+        auto reading_trailer = read_into(trailer);
+        auto got_trailer = co_await std::move(reading_trailer);
+        if (!got_trailer) {
+            co_return got_trailer.error();
+        }
+        if (std::memcmp(trailer, "\r\n", 2) != 0) {
+            co_return protocol_failure("a bulk reply without its CRLF");
+        }
+    }
+    co_return Result<void>();
+}
+
+} // namespace ringload

@@ -1,0 +1,322 @@
+// io/src/redis_source.cpp
+#include "ringload/io/redis_source.hpp"
+
+#include "redis_connection.hpp"
+#include "ringload/io/redis_layout.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <algorithm>
+#include <random>
+
+namespace ringload {
+namespace {
+
+using tcp = asio::ip::tcp;
+
+constexpr std::size_t scan_count = 1000;      // SCAN's COUNT hint: keys per round trip
+constexpr std::size_t strlen_batch = 1024;    // STRLENs pipelined per request
+constexpr std::size_t ranges_per_read = 4096; // GETRANGEs in one read; the rest is a short read
+
+class RedisSource final : public Source {
+public:
+    RedisSource(asio::io_context& loop, RedisUri uri, const NetworkOptions& options)
+        : uri_(std::move(uri)),
+          options_(options),
+          timeout_(static_cast<long long>(options.timeout_seconds * 1000)),
+          connection_freed_(loop) {
+        connection_freed_.expires_at(asio::steady_timer::time_point::max());
+    }
+
+    const std::string& name() const override { return uri_.text; }
+    std::uint64_t size_bytes() const override { return size_bytes_; }
+    std::size_t alignment_bytes() const override { return 1; }
+    std::size_t preferred_read_bytes() const override {
+        return options_.range_size_bytes != 0 ? options_.range_size_bytes : std::size_t{8} << 20;
+    }
+    std::string describe() const override {
+        return "Redis GETRANGE on " + uri_.endpoint() + ", " + std::to_string(keys_.size()) + " keys, " +
+               std::to_string(options_.connections) + " connections";
+    }
+
+    Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
+        auto read = read_range(offset_bytes, target.bytes());
+        co_return co_await std::move(read);
+    }
+    Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
+        auto read = read_range(offset_bytes, dst);
+        co_return co_await std::move(read);
+    }
+
+    // Resolves the host, lists the keys under the prefix and learns their lengths.
+    Task<Result<void>> open() {
+        auto loop = co_await asio::this_coro::executor;
+        tcp::resolver resolver(loop);
+        auto resolving = resolver.async_resolve(uri_.host, uri_.port, use_task);
+        auto resolved = co_await std::move(resolving);
+        auto& [ec, endpoints] = resolved;
+        if (ec) {
+            co_return fail(errc::io_error, uri_.text + ": cannot resolve " + uri_.host + ": " + ec.message());
+        }
+        endpoints_ = std::move(endpoints);
+
+        auto listing = list_keys();
+        auto names = co_await std::move(listing);
+        if (!names) {
+            co_return names.error();
+        }
+        if (names->empty()) {
+            co_return fail(errc::not_found, uri_.text + ": no keys under the prefix '" + uri_.prefix +
+                                                "' (SCAN MATCH " + redis_scan_pattern(uri_.prefix) + " found none)");
+        }
+        std::vector<RedisKeyRange> keys;
+        keys.reserve(names->size());
+        for (std::string& key : *names) {
+            auto offset = redis_key_offset(key);
+            if (!offset) {
+                co_return fail(errc::format_error,
+                               uri_.text + ": key '" + key + "' under the prefix does not end in ':<byte offset>'");
+            }
+            keys.push_back({std::move(key), *offset, 0});
+        }
+        for (std::size_t first = 0; first < keys.size(); first += strlen_batch) {
+            const std::size_t count = std::min(strlen_batch, keys.size() - first);
+            std::string wire;
+            for (std::size_t i = first; i < first + count; ++i) {
+                append_redis_command(wire, {"STRLEN", keys[i].key});
+            }
+            auto asking = command(std::move(wire), count);
+            auto replies = co_await std::move(asking);
+            if (!replies) {
+                co_return replies.error();
+            }
+            for (std::size_t i = 0; i < count; ++i) {
+                const redisReply& reply = *(*replies)[i];
+                if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 0) {
+                    co_return fail(errc::format_error,
+                                   uri_.text + ": STRLEN of key '" + keys[first + i].key + "': " +
+                                       (reply.type == REDIS_REPLY_ERROR ? std::string(reply.str, reply.len)
+                                                                        : std::string("not an integer reply")));
+                }
+                keys[first + i].length_bytes = static_cast<std::uint64_t>(reply.integer);
+            }
+        }
+        auto tiled = tile_redis_keys(keys, uri_.prefix, uri_.text);
+        if (!tiled) {
+            co_return tiled.error();
+        }
+        size_bytes_ = *tiled;
+        // Empty keys hold no bytes: reads never need them.
+        std::erase_if(keys, [](const RedisKeyRange& k) { return k.length_bytes == 0; });
+        keys_ = std::move(keys);
+        co_return Result<void>();
+    }
+
+private:
+    // Every key under the prefix, each once (SCAN may repeat keys).
+    Task<Result<std::vector<std::string>>> list_keys() {
+        const std::string pattern = redis_scan_pattern(uri_.prefix);
+        const std::string count = std::to_string(scan_count);
+        std::vector<std::string> names;
+        std::string cursor = "0";
+        do {
+            std::string wire;
+            append_redis_command(wire, {"SCAN", cursor, "MATCH", pattern, "COUNT", count});
+            auto asking = command(std::move(wire), 1);
+            auto replies = co_await std::move(asking);
+            if (!replies) {
+                co_return replies.error();
+            }
+            const redisReply& reply = *replies->front();
+            if (reply.type == REDIS_REPLY_ERROR) {
+                co_return fail(errc::io_error, uri_.text + ": SCAN: " + std::string(reply.str, reply.len));
+            }
+            if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 ||
+                reply.element[0]->type != REDIS_REPLY_STRING || reply.element[1]->type != REDIS_REPLY_ARRAY) {
+                co_return fail(errc::io_error, uri_.text + ": SCAN: an unexpected reply");
+            }
+            cursor.assign(reply.element[0]->str, reply.element[0]->len);
+            const redisReply& batch = *reply.element[1];
+            for (std::size_t i = 0; i < batch.elements; ++i) {
+                if (batch.element[i]->type == REDIS_REPLY_STRING) {
+                    names.emplace_back(batch.element[i]->str, batch.element[i]->len);
+                }
+            }
+        } while (cursor != "0");
+        std::sort(names.begin(), names.end());
+        names.erase(std::unique(names.begin(), names.end()), names.end());
+        co_return names;
+    }
+
+    // Up to dst.size() bytes at offset_bytes: one GETRANGE per key the range touches, all in
+    // one request. Past ranges_per_read keys the read comes back short.
+    Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        if (dst.empty() || offset_bytes >= size_bytes_) {
+            co_return std::size_t{0};
+        }
+        const std::uint64_t end = offset_bytes + std::min<std::uint64_t>(dst.size(), size_bytes_ - offset_bytes);
+        // The last key that starts at or before offset_bytes; the keys tile the file, so it holds it.
+        auto key =
+            std::upper_bound(keys_.begin(), keys_.end(), offset_bytes,
+                             [](std::uint64_t offset, const RedisKeyRange& k) { return offset < k.offset_bytes; });
+        --key;
+        std::string wire;
+        std::vector<RedisRangeTarget> targets;
+        std::uint64_t position = offset_bytes;
+        while (position < end && targets.size() < ranges_per_read) {
+            const std::uint64_t first = position - key->offset_bytes;
+            const std::uint64_t last = std::min(end, key->offset_bytes + key->length_bytes) - key->offset_bytes;
+            // Up to the key's end, one byte more is asked for: a key that grew answers longer.
+            const std::uint64_t asked_last = last == key->length_bytes ? last : last - 1;
+            append_redis_command(wire, {"GETRANGE", key->key, std::to_string(first), std::to_string(asked_last)});
+            targets.push_back(
+                {dst.subspan(static_cast<std::size_t>(position - offset_bytes), static_cast<std::size_t>(last - first)),
+                 key->key});
+            position += last - first;
+            ++key;
+        }
+        auto reading = ranges(std::move(wire), targets);
+        auto read = co_await std::move(reading);
+        if (!read) {
+            co_return read.error();
+        }
+        co_return static_cast<std::size_t>(position - offset_bytes);
+    }
+
+    Task<Result<std::vector<RedisReply>>> command(std::string wire, std::size_t reply_count) {
+        auto sending = round_trip(std::move(wire), reply_count, {});
+        co_return co_await std::move(sending);
+    }
+    Task<Result<void>> ranges(std::string wire, std::span<const RedisRangeTarget> targets) {
+        auto sending = round_trip(std::move(wire), 0, targets);
+        auto replies = co_await std::move(sending);
+        if (!replies) {
+            co_return replies.error();
+        }
+        co_return Result<void>();
+    }
+
+    // One request on a connection from the pool, sent again on a fresh connection after a
+    // connection failure (up to options_.attempts tries). With targets, the replies are
+    // GETRANGEs read into them; otherwise reply_count small replies are returned.
+    Task<Result<std::vector<RedisReply>>> round_trip(std::string wire, std::size_t reply_count,
+                                                     std::span<const RedisRangeTarget> targets) {
+        for (std::size_t attempt = 1;; ++attempt) {
+            auto acquiring = acquire();
+            std::unique_ptr<RedisConnection> connection = co_await std::move(acquiring);
+            Result<std::vector<RedisReply>> result = std::vector<RedisReply>{};
+            if (!connection->connected()) {
+                auto connecting = connection->connect(endpoints_, uri_);
+                auto connected = co_await std::move(connecting);
+                if (!connected) {
+                    result = connected.error();
+                }
+            }
+            if (result && targets.empty()) {
+                auto exchanging = connection->exchange(wire, reply_count);
+                result = co_await std::move(exchanging);
+            } else if (result) {
+                auto reading = connection->read_ranges(wire, targets);
+                auto read = co_await std::move(reading);
+                if (!read) {
+                    result = read.error();
+                }
+            }
+            const bool retryable = !result && connection->retryable();
+            release(std::move(connection), static_cast<bool>(result));
+            if (result || !retryable) {
+                co_return result;
+            }
+            if (attempt >= std::max<std::size_t>(options_.attempts, 1)) {
+                Error error = result.error();
+                error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
+                co_return error;
+            }
+            auto pause = backoff(attempt);
+            co_await std::move(pause);
+        }
+    }
+
+    Task<std::unique_ptr<RedisConnection>> acquire() {
+        for (;;) {
+            if (!idle_.empty()) {
+                auto connection = std::move(idle_.back());
+                idle_.pop_back();
+                co_return connection;
+            }
+            if (open_connections_ < std::max<std::size_t>(options_.connections, 1)) {
+                ++open_connections_;
+                auto loop = co_await asio::this_coro::executor;
+                co_return std::make_unique<RedisConnection>(loop, uri_.text, timeout_);
+            }
+            auto waited = co_await connection_freed_.async_wait(use_task);
+            (void)waited;
+        }
+    }
+
+    void release(std::unique_ptr<RedisConnection> connection, bool reusable) {
+        if (reusable && connection->connected()) {
+            idle_.push_back(std::move(connection));
+        } else {
+            --open_connections_;
+        }
+        connection_freed_.cancel(); // wakes every waiter; each checks again
+    }
+
+    // Exponential backoff with jitter: 100 ms * 2^(attempt-1), at most 5 s, then a random point
+    // in its upper half.
+    Task<void> backoff(std::size_t attempt) {
+        const auto exponent = std::min<std::size_t>(attempt - 1, 20);
+        const long long delay = std::min<long long>(100LL << exponent, 5'000);
+        std::uniform_int_distribution<long long> jitter(delay / 2, delay);
+        auto loop = co_await asio::this_coro::executor;
+        asio::steady_timer timer(loop);
+        timer.expires_after(std::chrono::milliseconds(jitter(random_)));
+        auto waited = co_await timer.async_wait(use_task);
+        (void)waited;
+    }
+
+    RedisUri uri_;
+    NetworkOptions options_;
+    std::chrono::milliseconds timeout_;
+    tcp::resolver::results_type endpoints_;
+    std::vector<RedisKeyRange> keys_; // non-empty keys, by offset: they tile [0, size_bytes_)
+    std::uint64_t size_bytes_ = 0;
+    std::vector<std::unique_ptr<RedisConnection>> idle_;
+    std::size_t open_connections_ = 0;
+    asio::steady_timer connection_freed_;
+    std::minstd_rand random_{std::random_device{}()};
+};
+
+} // namespace
+
+Task<Result<std::unique_ptr<Source>>> open_redis_source(asio::io_context& loop, std::string uri,
+                                                        const NetworkOptions& options) {
+    auto parsed = parse_redis_uri(uri);
+    if (!parsed) {
+        // parse_redis_uri's messages already start with the redacted URI, or have none.
+        Error error = parsed.error();
+        if (!error.detail.starts_with("redis://")) {
+            error.detail = "redis://...: " + error.detail;
+        }
+        co_return error;
+    }
+    if (options.timeout_seconds <= 0) {
+        co_return fail(errc::invalid_argument, parsed->text + ": the timeout must be positive");
+    }
+    if (options.range_size_bytes % 4096 != 0) {
+        co_return fail(errc::invalid_argument, parsed->text +
+                                                   ": the range size must be a multiple of 4096 bytes, not " +
+                                                   std::to_string(options.range_size_bytes));
+    }
+    auto source = std::make_unique<RedisSource>(loop, std::move(*parsed), options);
+    auto opening = source->open();
+    auto opened = co_await std::move(opening);
+    if (!opened) {
+        co_return opened.error();
+    }
+    co_return std::unique_ptr<Source>(std::move(source));
+}
+
+} // namespace ringload

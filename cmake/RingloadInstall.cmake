@@ -16,6 +16,8 @@ install(FILES
     engine/include/ringload/progress.hpp
     engine/include/ringload/tensor_info.hpp
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload)
+# The network settings of OpenOptions/WriteOptions (plain standard types, no Boost).
+install(FILES io/include/ringload/io/network_options.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload/io)
 install(EXPORT ringloadTargets NAMESPACE ringload:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)
 configure_package_config_file(cmake/ringloadConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfig.cmake
     INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)

@@ -1,6 +1,8 @@
 // io/src/http2_connection.cpp
 #include "http2_connection.hpp"
 
+#include "ringload/engine/stream_copy.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -132,7 +134,9 @@ struct Http2Connection::Impl {
             nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
             return 0;
         }
-        std::memcpy(stream->dst.data() + response.body_bytes, data, length);
+        // Tensor memory, written once: streaming stores (fenced after each receive batch).
+        copy_to_destination_unfenced(stream->dst.data() + response.body_bytes, reinterpret_cast<const std::byte*>(data),
+                                     length);
         response.body_bytes += length;
         return 0;
     }
@@ -271,6 +275,7 @@ struct Http2Connection::Impl {
                 last_progress = std::chrono::steady_clock::now();
                 const auto fed =
                     nghttp2_session_mem_recv(session, reinterpret_cast<const std::uint8_t*>(receive_buffer.data()), n);
+                streaming_fence(); // DATA went out with streaming stores; readers run after this
                 if (fed < 0) {
                     fail_all(peer + ": HTTP/2 protocol error: " + nghttp2_strerror(static_cast<int>(fed)));
                     break;

@@ -19,4 +19,9 @@ namespace ringload {
 // memcpy semantics (no overlap); small copies take plain memcpy.
 void copy_to_destination(std::byte* destination, const std::byte* source, std::size_t length) noexcept;
 
+// The same for many small pieces (an HTTP/2 connection's DATA frames, from 4 KiB up), without
+// the fence each: call streaming_fence() before the bytes are read or handed to another thread.
+void copy_to_destination_unfenced(std::byte* destination, const std::byte* source, std::size_t length) noexcept;
+void streaming_fence() noexcept;
+
 } // namespace ringload

@@ -3,6 +3,8 @@
 
 #include "http2_connection.hpp"
 #include "http_object.hpp"
+#include "http_retry.hpp"
+#include "network_source.hpp"
 #include "tls_context.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -17,16 +19,7 @@ namespace {
 using namespace http_object;
 using tcp = asio::ip::tcp;
 
-// How one attempt at a range went.
-struct Attempt {
-    Result<std::size_t> bytes = std::size_t{0};
-    bool retryable = false;
-    bool resend_now = false; // refused before the server processed it: again at once
-    std::chrono::milliseconds retry_after{0};
-    std::string redirect;
-};
-
-class Http2Source final : public Source {
+class Http2Source final : public NetworkSource {
 public:
     Http2Source(asio::io_context& loop, Url url, HttpSourceOptions options, std::size_t streams, bool allow_http1)
         : url_(std::move(url)),
@@ -47,22 +40,11 @@ public:
 
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return object_.size_bytes(); }
-    std::size_t alignment_bytes() const override { return 1; }
-    bool accepts_any_destination() const override { return true; }
     std::size_t preferred_read_bytes() const override { return options_.range_size_bytes; }
     std::string describe() const override {
         return std::string(url_.scheme == "https" ? "HTTP/2 over TLS, " : "HTTP/2 cleartext (h2c), ") +
                std::to_string(options_.connections) + " connections x " + std::to_string(streams_per_connection_) +
                " streams";
-    }
-
-    Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
-        auto read = range_get(offset_bytes, target.bytes());
-        co_return co_await std::move(read);
-    }
-    Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
-        auto read = range_get(offset_bytes, dst);
-        co_return co_await std::move(read);
     }
 
     Task<Result<void>> open() {
@@ -85,7 +67,7 @@ public:
             co_return first.error();
         }
         std::byte probe_byte[1];
-        auto probe = range_get(0, probe_byte);
+        auto probe = read_range(0, probe_byte);
         auto got = co_await std::move(probe);
         if (!got) {
             Error error = got.error();
@@ -163,47 +145,16 @@ private:
         }
     }
 
-    Task<Result<std::size_t>> range_get(std::uint64_t offset_bytes, std::span<std::byte> dst) {
-        if (dst.empty() || (object_.known() && offset_bytes >= object_.size_bytes())) {
+    Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
+        const std::size_t length = object_.readable_length(offset_bytes, dst.size());
+        if (length == 0) {
             co_return std::size_t{0};
         }
-        const std::size_t length =
-            object_.known()
-                ? static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), object_.size_bytes() - offset_bytes))
-                : dst.size();
-        std::size_t redirects = 0;
-        std::size_t resends = 0;
-        for (std::size_t attempt = 1;; ++attempt) {
-            auto trying = try_range(offset_bytes, dst.first(length));
-            Attempt done = co_await std::move(trying);
-            if (!done.redirect.empty()) {
-                if (++redirects > max_redirects) {
-                    co_return fail(errc::io_error, name_ + ": more than " + std::to_string(max_redirects) +
-                                                       " redirects (last to " + done.redirect + ")");
-                }
-                auto moving = follow_redirect(done.redirect);
-                auto moved = co_await std::move(moving);
-                if (!moved) {
-                    co_return moved.error();
-                }
-                --attempt;
-                continue;
-            }
-            if (done.bytes || (!done.retryable && !done.resend_now)) {
-                co_return std::move(done.bytes);
-            }
-            if (done.resend_now && ++resends <= options_.connections + 1) {
-                --attempt; // a connection that went away before serving it: not the request's fault
-                continue;
-            }
-            if (attempt >= options_.attempts) {
-                Error error = done.bytes.error();
-                error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
-                co_return error;
-            }
-            auto pause = backoff(attempt, done.retry_after);
-            co_await std::move(pause);
-        }
+        auto reading = retry_range(
+            name_, options_.attempts, options_.connections + 1, backoff_,
+            [this, offset_bytes, dst, length] { return try_range(offset_bytes, dst.first(length)); },
+            [this](const std::string& location) { return follow_redirect(location); });
+        co_return co_await std::move(reading);
     }
 
     Task<Attempt> try_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
@@ -294,14 +245,6 @@ private:
         }
         url_ = std::move(*parsed);
         co_return Result<void>();
-    }
-
-    Task<void> backoff(std::size_t attempt, std::chrono::milliseconds retry_after) {
-        auto loop = co_await asio::this_coro::executor;
-        asio::steady_timer timer(loop);
-        timer.expires_after(backoff_.delay(attempt, retry_after));
-        auto waited = co_await timer.async_wait(use_task);
-        (void)waited;
     }
 
     Url url_;

@@ -8,6 +8,7 @@
 #include "ringload/error.hpp"
 #include "ringload/io/url.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -51,6 +52,16 @@ public:
     explicit PinnedObject(std::string name) : name_(std::move(name)) {}
 
     bool known() const { return known_; }
+    // How much of `wanted` bytes at `offset_bytes` the object has (all of them while its size
+    // is not known yet; 0 at or past its end).
+    std::size_t readable_length(std::uint64_t offset_bytes, std::size_t wanted) const {
+        if (!known_) {
+            return wanted;
+        }
+        return offset_bytes >= size_bytes_
+                   ? 0
+                   : static_cast<std::size_t>(std::min<std::uint64_t>(wanted, size_bytes_ - offset_bytes));
+    }
     std::uint64_t size_bytes() const { return size_bytes_; }
     // Pins size and validator from a whole-object answer (a server that ignores Range).
     void pin_whole(std::uint64_t size_bytes, const ResponseFacts& response);

@@ -1,6 +1,7 @@
 // io/src/redis_source.cpp
 #include "ringload/io/redis_source.hpp"
 
+#include "network_source.hpp"
 #include "redis_connection.hpp"
 #include "ringload/io/redis_layout.hpp"
 
@@ -19,7 +20,7 @@ constexpr std::size_t scan_count = 1000;      // SCAN's COUNT hint: keys per rou
 constexpr std::size_t strlen_batch = 1024;    // STRLENs pipelined per request
 constexpr std::size_t ranges_per_read = 4096; // GETRANGEs in one read; the rest is a short read
 
-class RedisSource final : public Source {
+class RedisSource final : public NetworkSource {
 public:
     RedisSource(asio::io_context& loop, RedisUri uri, const NetworkOptions& options)
         : uri_(std::move(uri)),
@@ -31,22 +32,12 @@ public:
 
     const std::string& name() const override { return uri_.text; }
     std::uint64_t size_bytes() const override { return size_bytes_; }
-    std::size_t alignment_bytes() const override { return 1; }
     std::size_t preferred_read_bytes() const override {
         return options_.range_size_bytes != 0 ? options_.range_size_bytes : std::size_t{8} << 20;
     }
     std::string describe() const override {
         return "Redis GETRANGE on " + uri_.endpoint() + ", " + std::to_string(keys_.size()) + " keys, " +
                std::to_string(options_.connections) + " connections";
-    }
-
-    Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
-        auto read = read_range(offset_bytes, target.bytes());
-        co_return co_await std::move(read);
-    }
-    Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
-        auto read = read_range(offset_bytes, dst);
-        co_return co_await std::move(read);
     }
 
     // Resolves the host, lists the keys under the prefix and learns their lengths.
@@ -151,7 +142,7 @@ private:
 
     // Up to dst.size() bytes at offset_bytes: one GETRANGE per key the range touches, all in
     // one request. Past ranges_per_read keys the read comes back short.
-    Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+    Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
         if (dst.empty() || offset_bytes >= size_bytes_) {
             co_return std::size_t{0};
         }

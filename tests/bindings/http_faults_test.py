@@ -33,76 +33,57 @@ FILE = "large_mixed_v2.tensors"
 manifest = json.load(open(os.path.join(DATA, "tensorizer", FILE + ".json")))
 want = [t["sha256"] for t in manifest["tensors"]]
 
-with server, FaultProxy(server.http_port) as proxy:
-    url = f"{proxy.url}/tensorizer/{FILE}"
+TRANSPORT_FAULTS = [
+    ("no fault", [], 10),
+    ("bodies cut mid-way", ["cut:1000000"] * 6, 20),
+    ("connections reset", ["reset:1500000"] * 6, 20),
+    ("resets before any byte", ["reset:0"] * 3, 20),
+    ("stalls", ["stall:2500000"] * 2, 30),
+]
+HTTP1 = ["--connections", "4"]
+# HTTP/2 (h2c): a cut or reset connection fails every stream on it, each resumed from its last
+# byte on another connection.
+HTTP2 = ["--http-version", "2", "--connections", "2", "--streams", "4", "--range-size", "1048576"]
 
-    def load(faults, deadline):
-        proxy.schedule(faults)
-        started = time.monotonic()
-        out = subprocess.run([RINGLOAD, "load", url, "--json", "--sha256", "--verify", "--connections", "4",
-                              "--timeout", "1"], capture_output=True, text=True, timeout=deadline + 30)
-        return out, time.monotonic() - started
 
-    for label, faults, deadline in [
-        ("no fault", [], 10),
-        ("bodies cut mid-way", ["cut:1000000"] * 6, 20),
-        ("connections reset", ["reset:1500000"] * 6, 20),
-        ("resets before any byte", ["reset:0"] * 3, 20),
-        ("stalls", ["stall:2500000"] * 2, 30),
-        ("a 503 burst", ["503"] * 4, 20),
-    ]:
-        out, seconds = load(faults, deadline)
+def load(proxy, protocol, faults, deadline):
+    proxy.schedule(faults)
+    started = time.monotonic()
+    out = subprocess.run([RINGLOAD, "load", f"{proxy.url}/tensorizer/{FILE}", "--json", "--sha256", "--verify",
+                          "--timeout", "1", *protocol], capture_output=True, text=True, timeout=deadline + 30)
+    return out, time.monotonic() - started
+
+
+def check_survives(proxy, protocol, name, cases):
+    for label, faults, deadline in cases:
+        label = f"{name} {label}"
+        out, seconds = load(proxy, protocol, faults, deadline)
         check(f"{label}: loads", out.returncode == 0, out.stderr)
         got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
         check(f"{label}: the manifest's values", got == want)
         check(f"{label}: within {deadline} s", seconds < deadline, f"{seconds:.1f} s")
         check(f"{label}: the faults happened", len(proxy.faults) == 0, f"{len(proxy.faults)} left")
+    out, seconds = load(proxy, protocol, ["stall:0"] * 1000, 60)
+    check(f"{name} stalls forever: fails", out.returncode != 0 and "gave up after" in out.stderr and
+          out.stderr.count("\n") == 1, out.stderr)
+    check(f"{name} stalls forever: within the deadline", seconds < 60, f"{seconds:.1f} s")
 
-    out, seconds = load(["503"] * 1000, 30)
+
+with server, FaultProxy(server.http_port) as proxy:
+    check_survives(proxy, HTTP1, "HTTP/1.1", TRANSPORT_FAULTS + [("a 503 burst", ["503"] * 4, 20)])
+
+    out, seconds = load(proxy, HTTP1, ["503"] * 1000, 30)
     check("503 forever: fails", out.returncode != 0 and "503" in out.stderr and "gave up after" in out.stderr and
           out.stderr.count("\n") == 1, out.stderr)
     check("503 forever: within the deadline", seconds < 30, f"{seconds:.1f} s")
 
-    out, seconds = load(["stall:0"] * 1000, 60)
-    check("stalls forever: fails", out.returncode != 0 and "gave up after" in out.stderr, out.stderr)
-    check("stalls forever: within the deadline", seconds < 60, f"{seconds:.1f} s")
-
-    out, seconds = load(["norange"] * 1000, 20)
+    out, seconds = load(proxy, HTTP1, ["norange"] * 1000, 20)
     check("a server that ignores Range: loads, sequentially", out.returncode == 0, out.stderr)
     got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
     check("a server that ignores Range: the manifest's values", got == want)
     check("a server that ignores Range: one streaming GET or two", proxy.connections <= 3, proxy.connections)
 
-# The same transport faults under HTTP/2 (h2c): a cut or reset connection fails every stream on
-# it, each resumed from its last byte on another connection.
 with Nginx(DATA) as h2_server, FaultProxy(h2_server.h2c_port) as proxy:
-    url = f"{proxy.url}/tensorizer/{FILE}"
-
-    def load_h2(faults, deadline):
-        proxy.schedule(faults)
-        started = time.monotonic()
-        out = subprocess.run([RINGLOAD, "load", url, "--json", "--sha256", "--verify", "--http-version", "2",
-                              "--connections", "2", "--streams", "4", "--range-size", "1048576", "--timeout", "1"],
-                             capture_output=True, text=True, timeout=deadline + 30)
-        return out, time.monotonic() - started
-
-    for label, faults, deadline in [
-        ("no fault", [], 10),
-        ("bodies cut mid-way", ["cut:1000000"] * 6, 20),
-        ("connections reset", ["reset:1500000"] * 6, 20),
-        ("resets before any byte", ["reset:0"] * 3, 20),
-        ("stalls", ["stall:2500000"] * 2, 30),
-    ]:
-        out, seconds = load_h2(faults, deadline)
-        check(f"h2c {label}: loads", out.returncode == 0, out.stderr)
-        got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
-        check(f"h2c {label}: the manifest's values", got == want)
-        check(f"h2c {label}: within {deadline} s", seconds < deadline, f"{seconds:.1f} s")
-        check(f"h2c {label}: the faults happened", len(proxy.faults) == 0, f"{len(proxy.faults)} left")
-
-    out, seconds = load_h2(["stall:0"] * 1000, 60)
-    check("h2c stalls forever: fails", out.returncode != 0 and "gave up after" in out.stderr and
-          out.stderr.count("\n") == 1, out.stderr)
-    check("h2c stalls forever: within the deadline", seconds < 60, f"{seconds:.1f} s")
+    check_survives(proxy, HTTP2, "h2c", TRANSPORT_FAULTS)
 
 sys.exit(checks.finish())

@@ -19,6 +19,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from fixture_keys import key_args  # noqa: E402
 from nginx import Nginx, free_port  # noqa: E402
 
 RINGLOAD, DATA = sys.argv[1:3]
@@ -28,20 +29,6 @@ check = checks.check
 
 def run(*args):
     return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=300)
-
-
-def key_args(manifest, secrets):
-    encryption = manifest.get("encryption")
-    if not encryption:
-        return []
-    path = os.path.join(secrets, manifest["file"] + ".secret")
-    if encryption["kind"] == "raw_key":
-        with open(path, "wb") as f:
-            f.write(bytes.fromhex(encryption["key_hex"]))
-        return ["--key-file", path]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(encryption["passphrase"])
-    return ["--passphrase-file", path]
 
 
 try:

@@ -27,6 +27,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from fixture_keys import key_args  # noqa: E402
 from s3_server import MotoServer, S3FaultProxy  # noqa: E402
 
 RINGLOAD, DATA = sys.argv[1:3]
@@ -58,20 +59,6 @@ def clean_env(home, **extra):
 
 def run(env, *args):
     return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=300, env=env)
-
-
-def key_args(manifest, secrets):
-    encryption = manifest.get("encryption")
-    if not encryption:
-        return []
-    path = os.path.join(secrets, manifest["file"] + ".secret")
-    if encryption["kind"] == "raw_key":
-        with open(path, "wb") as f:
-            f.write(bytes.fromhex(encryption["key_hex"]))
-        return ["--key-file", path]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(encryption["passphrase"])
-    return ["--passphrase-file", path]
 
 
 def manifest_of(name):

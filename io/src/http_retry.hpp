@@ -1,0 +1,81 @@
+// io/src/http_retry.hpp
+//
+// The retry loop both HTTP versions run around one range request: redirects followed (at most
+// max_redirects), requests the server never saw resent at once (a stale keep-alive, a refused
+// HTTP/2 stream; up to `free_resends`), other retryable failures tried again after a backoff
+// pause, up to `attempts` in all; the last error says how many were made.
+//
+//     auto reading = retry_range(name_, options_.attempts, 1, backoff_,
+//                                [&] { return try_once(offset, dst); },
+//                                [&](const std::string& location) { return follow_redirect(location); });
+// Thread: the loop thread.
+#pragma once
+
+#include "http_object.hpp"
+#include "ringload/engine/task.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <string>
+
+namespace ringload::http_object {
+
+// How one try at a range went.
+struct Attempt {
+    Result<std::size_t> bytes = std::size_t{0};
+    bool retryable = false;                   // worth asking again after a pause (resets, timeouts, 429, 5xx)
+    bool resend_now = false;                  // never reached the server's handling: again at once
+    std::chrono::milliseconds retry_after{0}; // what the server asked for (Retry-After), if anything
+    std::string redirect;                     // Location of a 301/302/303/307/308: ask there instead
+};
+
+inline Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt, std::chrono::milliseconds retry_after) {
+    auto loop = co_await asio::this_coro::executor;
+    asio::steady_timer timer(loop);
+    timer.expires_after(backoff.delay(attempt, retry_after));
+    auto waited = co_await timer.async_wait(use_task);
+    (void)waited;
+}
+
+// TryOnce: () -> Task<Attempt-like> (an Attempt or a type derived from it);
+// FollowRedirect: (const std::string& location) -> Task<Result<void>>.
+template <class TryOnce, class FollowRedirect>
+Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, std::size_t free_resends,
+                                      Backoff& backoff, TryOnce try_once, FollowRedirect follow_redirect) {
+    std::size_t redirects = 0;
+    std::size_t resends = 0;
+    for (std::size_t attempt = 1;; ++attempt) {
+        auto trying = try_once();
+        auto done = co_await std::move(trying);
+        if (!done.redirect.empty()) {
+            if (++redirects > max_redirects) {
+                co_return fail(errc::io_error, name + ": more than " + std::to_string(max_redirects) +
+                                                   " redirects (last to " + done.redirect + ")");
+            }
+            auto moving = follow_redirect(done.redirect);
+            auto moved = co_await std::move(moving);
+            if (!moved) {
+                co_return moved.error();
+            }
+            --attempt;
+            continue;
+        }
+        if (done.bytes || (!done.retryable && !done.resend_now)) {
+            co_return std::move(done.bytes);
+        }
+        if (done.resend_now && ++resends <= free_resends) {
+            --attempt; // not the request's fault, and not counted
+            continue;
+        }
+        if (attempt >= attempts) {
+            Error error = done.bytes.error();
+            error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
+            co_return error;
+        }
+        auto pause = pause_before_retry(backoff, attempt, done.retry_after);
+        co_await std::move(pause);
+    }
+}
+
+} // namespace ringload::http_object

@@ -72,7 +72,8 @@ struct Http2Connection::Impl {
     // Streams in flight and no byte for settings.timeout: the connection has stalled.
     asio::steady_timer watchdog;
     std::chrono::steady_clock::time_point last_progress;
-    bool dead = false;       // no more requests: failed, closed, or told to go away
+    bool dead = false;       // failed or closed: no more requests, no more I/O
+    bool draining = false;   // GOAWAY received: no new requests, the ones in flight finish
     std::string dead_reason; // why, for the streams it fails
 
     // ---- nghttp2 callbacks (user_data is the Impl) ----
@@ -80,13 +81,26 @@ struct Http2Connection::Impl {
         return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
     }
 
+    // The stream whose response header block this frame is: the first block (HCAT_RESPONSE) or,
+    // after an informational 1xx, the final one (nghttp2 calls it HCAT_HEADERS). Not trailers.
+    static Stream* response_headers_of(nghttp2_session* session, const nghttp2_frame* frame) {
+        if (frame->hd.type != NGHTTP2_HEADERS) {
+            return nullptr;
+        }
+        Stream* stream = stream_of(session, frame->hd.stream_id);
+        if (stream == nullptr) {
+            return nullptr;
+        }
+        const bool first = frame->headers.cat == NGHTTP2_HCAT_RESPONSE;
+        const bool after_informational =
+            frame->headers.cat == NGHTTP2_HCAT_HEADERS && stream->response.facts.status / 100 == 1;
+        return first || after_informational ? stream : nullptr;
+    }
+
     static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
                          std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
                          std::uint8_t /*flags*/, void* /*user_data*/) {
-        if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_RESPONSE) {
-            return 0;
-        }
-        Stream* stream = stream_of(session, frame->hd.stream_id);
+        Stream* stream = response_headers_of(session, frame);
         if (stream == nullptr) {
             return 0;
         }
@@ -109,12 +123,10 @@ struct Http2Connection::Impl {
         return 0;
     }
 
-    // A non-final (1xx) header block: start over with the final one.
+    // Each response header block starts afresh: a final one replaces a 1xx.
     static int on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* /*user_data*/) {
-        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
-            if (Stream* stream = stream_of(session, frame->hd.stream_id)) {
-                stream->response.facts = {};
-            }
+        if (Stream* stream = response_headers_of(session, frame)) {
+            stream->response.facts = {};
         }
         return 0;
     }
@@ -162,14 +174,32 @@ struct Http2Connection::Impl {
         return 0;
     }
 
-    static int on_frame(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* user_data) {
+    static int on_frame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
         auto* self = static_cast<Impl*>(user_data);
         if (frame->hd.type == NGHTTP2_GOAWAY) {
-            // Streams above last_stream_id are closed by nghttp2 as refused; the rest finish.
-            self->dead = true;
-            self->dead_reason = "the server sent GOAWAY";
+            // Streams above last_stream_id are closed by nghttp2 as refused; the rest finish,
+            // then the connection closes (see drained()).
+            self->draining = true;
+        }
+        if (frame->hd.type == NGHTTP2_HEADERS && (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS) != 0) {
+            Stream* stream = stream_of(session, frame->hd.stream_id);
+            const unsigned status = stream != nullptr ? stream->response.facts.status : 0;
+            if (status >= 200 && status != 206) {
+                // Not range bytes (an error page, a redirect, a whole object): its headers
+                // say all we need, and the body may be the whole multi-GB object.
+                nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_CANCEL);
+            }
         }
         return 0;
+    }
+
+    // After GOAWAY, once the last stream it let finish has: close, so that nothing waits on a
+    // connection that takes no requests.
+    bool drained() {
+        if (draining && streams.empty() && !dead) {
+            fail_all(peer + ": the server sent GOAWAY");
+        }
+        return dead;
     }
 
     Result<void> start_session() {
@@ -209,6 +239,8 @@ struct Http2Connection::Impl {
             if (stream->response.outcome) {
                 stream->response.outcome = fail(errc::io_error, why);
             }
+            // Never answered (a connection the server dropped while idle, say): safe to resend.
+            stream->response.refused = stream->response.facts.status == 0 && stream->response.body_bytes == 0;
             stream->closed = true;
             stream->done.cancel();
         }
@@ -239,7 +271,7 @@ struct Http2Connection::Impl {
                 send_buffer.insert(send_buffer.end(), data, data + n);
             }
             if (send_buffer.empty() || dead) {
-                break;
+                break; // (refused streams closed during mem_send may have drained it)
             }
             tcp().expires_after(settings.timeout);
             auto buffer = asio::buffer(send_buffer);
@@ -252,6 +284,7 @@ struct Http2Connection::Impl {
             }
         }
         writing = false;
+        drained();
     }
 
     void schedule_flush(const std::shared_ptr<Http2Connection>& self) {
@@ -281,6 +314,9 @@ struct Http2Connection::Impl {
                     break;
                 }
                 schedule_flush(self);
+                if (drained()) {
+                    break;
+                }
             }
             if (ec) {
                 fail_all(peer + ": connection lost: " + ec.message());
@@ -385,7 +421,11 @@ Task<Result<std::shared_ptr<Http2Connection>>> Http2Connection::open(asio::any_i
 }
 
 bool Http2Connection::usable() const {
-    return !impl_->dead;
+    return !impl_->dead && !impl_->draining;
+}
+
+bool Http2Connection::closed() const {
+    return impl_->dead;
 }
 
 std::size_t Http2Connection::streams_in_flight() const {
@@ -404,8 +444,9 @@ Task<Http2Response> Http2Connection::get(const Url& url, const std::string& rang
     auto self = shared_from_this(); // the connection outlives the request
     auto stream = std::make_shared<Stream>(state.executor);
     stream->dst = dst;
-    if (state.dead) {
-        stream->response.outcome = fail(errc::io_error, state.dead_reason);
+    if (state.dead || state.draining) {
+        stream->response.outcome =
+            fail(errc::io_error, state.dead ? state.dead_reason : state.peer + ": the server sent GOAWAY");
         stream->response.refused = true;
         co_return stream->response;
     }

@@ -66,7 +66,8 @@ public:
     Task<Http2Response> get(const Url& url, const std::string& range, const std::vector<Header>& headers,
                             std::span<std::byte> dst);
 
-    bool usable() const;
+    bool usable() const; // takes new requests (not failed, closed or draining after GOAWAY)
+    bool closed() const;
     std::size_t streams_in_flight() const;
     void close();
 

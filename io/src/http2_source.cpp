@@ -108,23 +108,36 @@ private:
 
     Task<Result<std::shared_ptr<Http2Connection>>> connect() {
         ++connecting_;
+        const std::uint64_t origin = origin_;
         auto loop = co_await asio::this_coro::executor;
         auto opening = Http2Connection::open(loop, endpoints_, url_, tls_context_.get(), settings());
         auto opened = co_await std::move(opening);
         --connecting_;
+        slot_freed_.cancel(); // a waiter may now open one itself, or find this one
         if (!opened) {
             co_return fail(opened.error().code, name_ + ": " + opened.error().detail);
+        }
+        if (origin != origin_) { // a redirect moved every request elsewhere meanwhile
+            (*opened)->close();
+            co_return fail(errc::io_error, name_ + ": redirected while connecting");
         }
         connections_.push_back(*opened);
         co_return *opened;
     }
 
-    // A connection with a free stream, opening one while fewer than `connections` exist.
+    // A connection with a free stream: an idle one, else a new one while fewer than
+    // `connections` take requests, else the least busy (or, when connecting failed, any with
+    // room).
     Task<Result<std::shared_ptr<Http2Connection>>> acquire() {
         for (;;) {
-            std::erase_if(connections_, [](const auto& c) { return !c->usable(); });
+            std::erase_if(connections_, [](const auto& c) { return c->closed(); });
             std::shared_ptr<Http2Connection> best;
+            std::size_t usable = 0;
             for (const auto& connection : connections_) {
+                if (!connection->usable()) {
+                    continue; // draining after GOAWAY: kept only to be closed with the source
+                }
+                ++usable;
                 if (connection->streams_in_flight() < streams_per_connection_ &&
                     (!best || connection->streams_in_flight() < best->streams_in_flight())) {
                     best = connection;
@@ -133,9 +146,13 @@ private:
             if (best && best->streams_in_flight() == 0) {
                 co_return best;
             }
-            if (connections_.size() + connecting_ < options_.connections) {
+            if (usable + connecting_ < options_.connections) {
                 auto connecting = connect();
-                co_return co_await std::move(connecting);
+                auto connected = co_await std::move(connecting);
+                if (connected || !best || !best->usable()) {
+                    co_return connected;
+                }
+                co_return best;
             }
             if (best) {
                 co_return best;
@@ -212,6 +229,12 @@ private:
             out.bytes = object_.range_error("a 206 response longer than the range asked for", offset_bytes, dst.size());
             co_return out;
         }
+        if (response.body_bytes > promised) {
+            out.bytes = object_.range_error(
+                "the body is longer than its Content-Range (" + std::to_string(response.body_bytes) + " bytes)",
+                offset_bytes, dst.size());
+            co_return out;
+        }
         if (!response.outcome || response.body_bytes < promised) {
             // Cut mid-body: what arrived counts; the engine asks again from there.
             out.retryable = true;
@@ -242,6 +265,7 @@ private:
                 connection->close(); // streams in flight to the old host fail and are retried there
             }
             connections_.clear();
+            ++origin_;
         }
         url_ = std::move(*parsed);
         co_return Result<void>();
@@ -258,6 +282,7 @@ private:
     std::unique_ptr<asio::ssl::context> tls_context_; // https only
     std::vector<std::shared_ptr<Http2Connection>> connections_;
     std::size_t connecting_ = 0;
+    std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     bool any_response_ = false;
     asio::steady_timer slot_freed_;
 };

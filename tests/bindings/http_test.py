@@ -67,6 +67,15 @@ with server, tempfile.TemporaryDirectory() as secrets:
             got = json.loads(out.stdout) if out.returncode == 0 else {"tensors": [], "how": ""}
             check(label + " values", [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in got["tensors"]] == want)
             check(label + " over h2c", got["how"].startswith("HTTP/2 cleartext"), got["how"])
+    large_want = [t["sha256"] for t in json.load(open(os.path.join(DATA, "tensorizer", "large_mixed_v2.tensors.json")))["tensors"]]
+    out = run("load", f"{server.h2c_goaway_url}/tensorizer/large_mixed_v2.tensors", "--json", "--sha256", "--verify",
+              "--http-version", "2", "--connections", "2", "--streams", "4", "--range-size", "65536", "--timeout", "5")
+    got = [t["sha256"] for t in json.loads(out.stdout)["tensors"]] if out.returncode == 0 else []
+    check("h2c with a GOAWAY every 3 requests: loads, the manifest's values", got == large_want, out.stderr)
+    missing_h2 = f"{server.h2c_url}/tensorizer/missing.tensors"
+    out = run("load", missing_h2, "--http-version", "2")
+    check("h2c missing object: not found", out.returncode != 0 and "not found" in out.stderr and
+          missing_h2 in out.stderr and out.stderr.count("\n") == 1, out.stderr)
     out = run("load", f"{server.h2c_url}/moved/tensorizer/large_mixed_v2.tensors", "--http-version", "2", "--verify")
     check("h2c redirect followed", out.returncode == 0, out.stderr)
     plain = f"{server.http_url}/tensorizer/large_mixed_v2.tensors"

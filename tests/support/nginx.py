@@ -58,6 +58,12 @@ http {{
         root {root};
         location /moved/ {{ rewrite ^/moved/(.*)$ /$1 redirect; }}
     }}
+    # h2c again, but each connection is told to go away (GOAWAY) after 3 requests.
+    server {{
+        listen 127.0.0.1:{h2c_goaway_port} http2;
+        keepalive_requests 3;
+        root {root};
+    }}
     # Another host: every request is sent on (307) to the first one.
     server {{
         listen 127.0.0.1:{redirect_port};
@@ -86,6 +92,8 @@ class Nginx:
         self.redirect_url = f"http://127.0.0.1:{self.redirect_port}"  # 307s every request to http_url
         self.h2c_port = free_port()
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"  # HTTP/2 only (prior knowledge)
+        self.h2c_goaway_port = free_port()
+        self.h2c_goaway_url = f"http://127.0.0.1:{self.h2c_goaway_port}"  # h2c, GOAWAY after 3 requests
         self.https_port = free_port()
         self.https_url = f"https://127.0.0.1:{self.https_port}"
         self.tls_cert = os.path.join(self.prefix, "cert.pem")  # self-signed: also the CA to trust
@@ -95,7 +103,7 @@ class Nginx:
         with open(config, "w") as f:
             f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
                                   redirect_port=self.redirect_port, https_port=self.https_port,
-                                  h2c_port=self.h2c_port))
+                                  h2c_port=self.h2c_port, h2c_goaway_port=self.h2c_goaway_port))
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
                         os.path.join(self.prefix, "key.pem"), "-out", self.tls_cert],

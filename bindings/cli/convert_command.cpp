@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "open_input.hpp"
 #include "progress_bar.hpp"
+#include "ringload/io/url.hpp"
 
 #include "ringload/ringload.hpp"
 
@@ -62,13 +63,13 @@ int run_convert(const ConvertArgs& args) {
     if (!written) {
         return report_error(written.error().message());
     }
-    std::printf("read %s: %zu tensors, %llu bytes in %.3f s (%.2f GB/s, %s)\n", args.input.c_str(),
+    std::printf("read %s: %zu tensors, %llu bytes in %.3f s (%.2f GB/s, %s)\n", uri_for_messages(args.input).c_str(),
                 loaded->tensors.size(), static_cast<unsigned long long>(loaded->bytes), loaded->seconds,
                 gigabytes_per_second(loaded->bytes, loaded->seconds), loaded->how.c_str());
-    std::printf("wrote %s: data version %u%s, %llu bytes in %.3f s (%.2f GB/s, %s)\n", args.output.c_str(),
-                written->data_version, write_options.encryption ? ", encrypted" : "",
-                static_cast<unsigned long long>(written->file_bytes), written->seconds,
-                gigabytes_per_second(written->file_bytes, written->seconds), written->how.c_str());
+    std::printf("wrote %s: data version %u%s, %llu bytes in %.3f s (%.2f GB/s, %s)\n",
+                uri_for_messages(args.output).c_str(), written->data_version,
+                write_options.encryption ? ", encrypted" : "", static_cast<unsigned long long>(written->file_bytes),
+                written->seconds, gigabytes_per_second(written->file_bytes, written->seconds), written->how.c_str());
     return 0;
 }
 

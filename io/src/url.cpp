@@ -58,4 +58,22 @@ Result<Url> parse_http_url(std::string_view text) {
     return url;
 }
 
+std::string uri_for_messages(std::string_view uri) {
+    const auto scheme_end = uri.find("://");
+    if (scheme_end == std::string_view::npos) {
+        return std::string(uri);
+    }
+    const std::size_t authority = scheme_end + 3;
+    const std::size_t authority_end = std::min(uri.find_first_of("/?#", authority), uri.size());
+    const auto at = uri.rfind('@', authority_end);
+    if (at == std::string_view::npos || at < authority) {
+        return std::string(uri);
+    }
+    const auto colon = uri.find(':', authority);
+    if (colon == std::string_view::npos || colon > at) {
+        return std::string(uri);
+    }
+    return std::string(uri.substr(0, colon + 1)) + "***" + std::string(uri.substr(at));
+}
+
 } // namespace ringload

@@ -257,6 +257,8 @@ if secured is not None:
         good = f"redis://:s3cret%20pw@127.0.0.1:{secured.port}/m"
         out = run("convert", tiny, good)
         check("AUTH write", out.returncode == 0, out.stderr)
+        check("AUTH write: the password is not printed", "s3cret" not in out.stdout + out.stderr and
+              f"redis://:***@127.0.0.1:{secured.port}/m" in out.stdout, out.stdout)
         check("AUTH read", ringload_view(good) == ringload_view(tiny))
         bad = f"redis://:wrong-secret@127.0.0.1:{secured.port}/m"
         for command in (["load", bad], ["convert", tiny, bad]):

@@ -31,6 +31,9 @@ struct Stream {
     Http2Response response;
     bool closed = false;
     asio::steady_timer done; // cancelled when the stream closes
+    // The last time it got a header or data: a stream the server leaves waiting while others
+    // on the connection flow is reset after the timeout.
+    std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
 };
 
 nghttp2_nv header_pair(const std::string& name, const std::string& value) {
@@ -104,6 +107,7 @@ struct Http2Connection::Impl {
         if (stream == nullptr) {
             return 0;
         }
+        stream->last_progress = std::chrono::steady_clock::now();
         const std::string_view key(reinterpret_cast<const char*>(name), name_length);
         std::string text(reinterpret_cast<const char*>(value), value_length);
         auto& facts = stream->response.facts;
@@ -146,6 +150,7 @@ struct Http2Connection::Impl {
             nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
             return 0;
         }
+        stream->last_progress = std::chrono::steady_clock::now();
         // Tensor memory, written once: streaming stores (fenced after each receive batch).
         copy_to_destination_unfenced(stream->dst.data() + response.body_bytes, reinterpret_cast<const std::byte*>(data),
                                      length);
@@ -335,14 +340,27 @@ struct Http2Connection::Impl {
     // Fails the connection when streams wait and nothing has come for the timeout; checks a
     // few times per timeout.
     Task<void> watch(std::shared_ptr<Http2Connection> self) {
-        (void)self;
         const auto period = std::max<std::chrono::milliseconds>(settings.timeout / 4, std::chrono::milliseconds(10));
         while (!dead) {
             watchdog.expires_after(period);
             auto waited = co_await watchdog.async_wait(use_task);
             (void)waited;
-            if (!dead && !streams.empty() && std::chrono::steady_clock::now() - last_progress > settings.timeout) {
-                fail_all(peer + ": no data for " + std::to_string(settings.timeout.count()) + " ms");
+            const auto now = std::chrono::steady_clock::now();
+            const std::string silence = "no data for " + std::to_string(settings.timeout.count()) + " ms";
+            if (!dead && !streams.empty() && now - last_progress > settings.timeout) {
+                fail_all(peer + ": " + silence);
+                continue;
+            }
+            bool reset_any = false;
+            for (auto& [id, stream] : streams) {
+                if (now - stream->last_progress > settings.timeout && stream->response.outcome) {
+                    stream->response.outcome = fail(errc::io_error, peer + ": " + silence + " on this request");
+                    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+                    reset_any = true;
+                }
+            }
+            if (reset_any) {
+                schedule_flush(self); // the RST_STREAMs; their close callbacks end the waits
             }
         }
     }

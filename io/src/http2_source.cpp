@@ -300,12 +300,8 @@ Task<Result<std::unique_ptr<Source>>> open_http2_source(asio::io_context& loop, 
     }
     auto source = std::make_unique<Http2Source>(loop, std::move(*parsed), std::move(options),
                                                 http2.streams_per_connection, http2.allow_http1);
-    auto opening = source->open();
-    auto opened = co_await std::move(opening);
-    if (!opened) {
-        co_return opened.error();
-    }
-    co_return std::unique_ptr<Source>(std::move(source));
+    auto handing_out = open_and_hand_out(std::move(source));
+    co_return co_await std::move(handing_out);
 }
 
 } // namespace ringload

@@ -8,6 +8,8 @@
 
 #include "ringload/engine/source.hpp"
 
+#include <memory>
+
 namespace ringload {
 
 class NetworkSource : public Source {
@@ -28,5 +30,16 @@ protected:
     // Up to dst.size() bytes at offset_bytes (fewer when cut short: the engine asks again).
     virtual Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) = 0;
 };
+
+// Runs a new source's open() (a coroutine returning Result<void>) and hands it out as a Source.
+template <class ConcreteSource>
+Task<Result<std::unique_ptr<Source>>> open_and_hand_out(std::unique_ptr<ConcreteSource> source) {
+    auto opening = source->open();
+    auto opened = co_await std::move(opening);
+    if (!opened) {
+        co_return opened.error();
+    }
+    co_return std::unique_ptr<Source>(std::move(source));
+}
 
 } // namespace ringload

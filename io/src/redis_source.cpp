@@ -302,12 +302,8 @@ Task<Result<std::unique_ptr<Source>>> open_redis_source(asio::io_context& loop, 
                                                    std::to_string(options.range_size_bytes));
     }
     auto source = std::make_unique<RedisSource>(loop, std::move(*parsed), options);
-    auto opening = source->open();
-    auto opened = co_await std::move(opening);
-    if (!opened) {
-        co_return opened.error();
-    }
-    co_return std::unique_ptr<Source>(std::move(source));
+    auto handing_out = open_and_hand_out(std::move(source));
+    co_return co_await std::move(handing_out);
 }
 
 } // namespace ringload

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/http2_vs_h2load.sh BUILD_DIR FILE [ROUNDS] [CONNECTIONS] [STREAMS]
+# bench/http2_vs_h2load.sh BUILD_DIR FILE [ROUNDS] [CONNECTIONS] [STREAMS] [NGINX_HTTP2_CHUNK]
 #
 # HTTP/2 on loopback, h2c (prior knowledge) and TLS (ALPN h2): `ringload load URL
 # --http-version 2 --connections C --streams M` against `h2load -c C -m M` fetching the same
@@ -8,8 +8,10 @@
 # by round. h2load discards what it receives; ringload puts every byte into host tensors. The file
 # is read once first so that both are served from the page cache, and RAM is warmed before every
 # timed run (ringload-warm-ram, see docs/benchmarks.md). Prints a table and the median ratios.
+# NGINX_HTTP2_CHUNK (default 256k; "default" for nginx's 8k) is nginx's http2_chunk_size, the
+# largest DATA frame it sends: at 8k, nginx's own per-frame work caps both clients.
 set -euo pipefail
-build=$1 file=$2 rounds=${3:-3} connections=${4:-8} streams=${5:-1}
+build=$1 file=$2 rounds=${3:-3} connections=${4:-8} streams=${5:-1} chunk=${6:-256k}
 ringload=$(realpath "$build/bindings/cli/ringload")
 warm=$(realpath "$build/bench/ringload-warm-ram")
 file=$(realpath "$file")
@@ -17,11 +19,12 @@ size=$(stat -c %s "$file")
 here=$(cd "$(dirname "$0")" && pwd)
 cat "$file" > /dev/null
 
-python3 - "$ringload" "$file" "$size" "$rounds" "$connections" "$streams" "$here/../tests/support" "$warm" <<'PY'
+python3 - "$ringload" "$file" "$size" "$rounds" "$connections" "$streams" "$here/../tests/support" "$warm" \
+    "$chunk" <<'PY'
 import json, os, re, statistics, subprocess, sys
-ringload, path, size, rounds, connections, streams, support, warm = (
+ringload, path, size, rounds, connections, streams, support, warm, chunk = (
     sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7],
-    sys.argv[8])
+    sys.argv[8], sys.argv[9])
 sys.path.insert(0, support)
 from nginx import Nginx
 
@@ -59,12 +62,12 @@ def ours(url, extra):
     return d["bytes"] / d["seconds"] / 1e9
 
 
-with Nginx(os.path.dirname(path)) as server:
+with Nginx(os.path.dirname(path), None if chunk == "default" else chunk) as server:
     name = os.path.basename(path)
     cases = [("h2c", f"{server.h2c_url}/{name}", []),
              ("TLS h2", f"{server.https_url}/{name}", ["--ca-file", server.tls_cert])]
     print(f"file: {path} ({size} bytes), {os.cpu_count()} cores, {connections} connections x {streams} streams, "
-          f"8 MiB ranges, loopback")
+          f"8 MiB ranges, loopback, nginx http2_chunk_size {chunk}")
     print(f"{'round':<6} {'protocol':<8} {'h2load GB/s':>12} {'ringload GB/s':>14} {'ratio':>7}")
     rows = {label: [] for label, _, _ in cases}
     for r in range(1, rounds + 1):

@@ -47,6 +47,7 @@ http {{
     # TLS (HTTP/1.1 or h2 by ALPN) with a self-signed certificate for 127.0.0.1 (tls_cert).
     server {{
         listen 127.0.0.1:{https_port} ssl http2;
+        {http2_chunk}
         ssl_certificate {prefix}/cert.pem;
         ssl_certificate_key {prefix}/key.pem;
         output_buffers 2 1m;
@@ -55,6 +56,7 @@ http {{
     # HTTP/2 cleartext with prior knowledge (h2c): nginx 1.22 serves only HTTP/2 on such a port.
     server {{
         listen 127.0.0.1:{h2c_port} http2;
+        {http2_chunk}
         root {root};
         location /moved/ {{ rewrite ^/moved/(.*)$ /$1 redirect; }}
     }}
@@ -80,7 +82,10 @@ def free_port():
 
 
 class Nginx:
-    def __init__(self, root):
+    # http2_chunk_size: nginx's largest DATA frame (its default, 8k, makes nginx's frame work
+    # the bottleneck of a large download); None keeps the default.
+    def __init__(self, root, http2_chunk_size=None):
+        self.http2_chunk = f"http2_chunk_size {http2_chunk_size};" if http2_chunk_size else ""
         self.binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
         if self.binary is None:
             raise RuntimeError("nginx is not installed (scripts/setup.sh installs it)")
@@ -103,7 +108,8 @@ class Nginx:
         with open(config, "w") as f:
             f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
                                   redirect_port=self.redirect_port, https_port=self.https_port,
-                                  h2c_port=self.h2c_port, h2c_goaway_port=self.h2c_goaway_port))
+                                  h2c_port=self.h2c_port, h2c_goaway_port=self.h2c_goaway_port,
+                                  http2_chunk=self.http2_chunk))
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
                         os.path.join(self.prefix, "key.pem"), "-out", self.tls_cert],

@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 import time
 
+from processes import free_port  # noqa: F401 (tests import it from here too)
+
 CONFIG = """
 worker_processes 1;
 daemon on;
@@ -73,12 +75,6 @@ http {{
     }}
 }}
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Nginx:

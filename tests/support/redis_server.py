@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from nginx import free_port
+from processes import free_port, stop_process
 
 
 class RedisServer:
@@ -58,11 +58,5 @@ class RedisServer:
         return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
     def __exit__(self, *exc):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -22,24 +22,19 @@ import http.client
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
 
+from processes import free_port, stop_process
+
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ADMIN_POLICY = json.dumps({"Version": "2012-10-17",
                            "Statement": [{"Effect": "Allow", "Action": ["s3:*", "sts:*"], "Resource": "*"}]})
 TRUST_POLICY = json.dumps({"Version": "2012-10-17",
                            "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def moto_python():
@@ -78,13 +73,7 @@ class MotoServer:
         return self
 
     def __exit__(self, *exc):
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.log.close()
 
     def client(self, service="s3", key="admin", secret="admin", token=None):

@@ -130,9 +130,13 @@ with server, tempfile.TemporaryDirectory() as secrets:
     closed = f"http://127.0.0.1:{free_port()}/x.tensors"
     for args, needles in [(["load", missing], ["not found", missing, "404"]),
                           (["load", closed], ["cannot connect", closed]),
-                          (["load", "http://"], ["no host"])]:
+                          (["load", "http://"], ["no host"]),
+                          (["load", missing, "--range-size", "1000"], ["multiple of 4096", missing])]:
         out = run(*args)
         check(f"error {args}", out.returncode != 0 and all(n in out.stderr for n in needles) and
               out.stderr.count("\n") == 1, out.stderr)
+
+    out = run("load", missing, "--http-version", "3")
+    check("--http-version 3 refused", out.returncode != 0 and "--http-version" in out.stderr, out.stderr)
 
 sys.exit(checks.finish())

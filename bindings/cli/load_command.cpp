@@ -1,7 +1,8 @@
 // bindings/cli/load_command.cpp
 //
-// `ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json]`: loads
-// every (matching) tensor into host memory and prints a summary, or one JSON object.
+// `ringload load URI [--device cpu|cuda|cuda:N] [--dtype T] [--verify] [--filter REGEX] [--sha256]
+// [--json]`: loads every (matching) tensor into host or GPU memory and prints a summary, or one
+// JSON object. With --sha256 on a GPU, the hashes are of the bytes copied back from the device.
 #include "commands.hpp"
 #include "open_input.hpp"
 #include "progress_bar.hpp"
@@ -20,6 +21,7 @@ namespace {
 struct LoadArgs {
     std::string uri;
     std::string device = "cpu";
+    std::string dtype;
     bool verify = false;
     bool sha256 = false;
     bool json = false;
@@ -51,6 +53,7 @@ void print_json(const LoadedModel& model, const Index& index, bool with_sha256) 
     out["format"] = index.format;
     out["bytes"] = model.bytes;
     out["seconds"] = model.seconds;
+    out["device"] = model.device;
     out["how"] = model.how; // the source and how it was read, e.g. "HTTP/2 over TLS, 8 connections x 1 streams"
     out["tensors"] = nlohmann::json::array();
     for (const auto& tensor : model.tensors) {
@@ -79,15 +82,21 @@ void print_summary(const LoadedModel& model, bool with_sha256) {
 }
 
 int run_load(const LoadArgs& args) {
-    if (args.device != "cpu") {
-        return report_error("--device " + args.device +
-                            ": only cpu is available in this version (GPU loading is not built yet)");
-    }
     auto mode = parse_read_mode(args.read_mode);
     if (!mode) {
         return report_error(mode.error().message());
     }
     LoadOptions options;
+    options.device = args.device;
+    if (!args.dtype.empty()) {
+        auto dtype = dtype_from_torch_name(args.dtype);
+        const bool floating = dtype && (*dtype == DType::float64 || *dtype == DType::float32 ||
+                                        *dtype == DType::float16 || *dtype == DType::bfloat16);
+        if (!floating) {
+            return report_error("--dtype " + args.dtype + ": must be float64, float32, float16 or bfloat16");
+        }
+        options.dtype = dtype;
+    }
     options.verify_hashes = args.verify;
     options.compute_sha256 = args.sha256;
     options.slot_count = args.slot_count;
@@ -131,7 +140,9 @@ Run add_load_command(CLI::App& app) {
     auto args = std::make_shared<LoadArgs>();
     auto* command = app.add_subcommand("load", "Load every (matching) tensor into memory");
     command->add_option("uri", args->uri, "File path (or file:// URI)")->required();
-    command->add_option("--device", args->device, "Where tensors go (cpu)");
+    command->add_option("--device", args->device, "Where tensors go: cpu, cuda or cuda:N");
+    command->add_option("--dtype", args->dtype,
+                        "Convert floating tensors to float64, float32, float16 or bfloat16 on the way");
     command->add_flag("--verify", args->verify, "Check the stored CRC32 and SHA-256 of every tensor");
     command->add_option("--filter", args->filter, "Load only tensors whose name matches this regex");
     command->add_flag("--sha256", args->sha256, "Print the SHA-256 of each tensor's bytes as loaded");

@@ -40,6 +40,8 @@ std::string_view errc_name(errc code) noexcept {
             return "cancelled";
         case errc::out_of_memory:
             return "out of memory";
+        case errc::device_error:
+            return "device error";
     }
     return "error";
 }

@@ -4,11 +4,13 @@
 #include "formats/tensorizer/crypt_info.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/tensor_header.hpp"
+#include "ringload/engine/dtype_convert.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/engine/stream_copy.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace ringload::tensorizer {
 
@@ -26,6 +28,14 @@ struct LoadGraph::TensorLoad {
     std::optional<TensorHeader> header; // written once, by the thread that completes it
     std::atomic<bool> header_ok{false};
 
+    // Device loads that convert: raw bytes gather in device scratch, converted when the last
+    // byte has been uploaded.
+    std::optional<DType> convert_to;
+    std::mutex scratch_mutex;
+    std::byte* scratch = nullptr; // guarded by scratch_mutex until conversion
+    std::atomic<std::uint64_t> uploaded{0};
+    std::atomic<bool> converted{false};
+
     std::unique_ptr<Sequencer> sequencer;
 
     // Encrypted tensors only. Data bytes that arrive before the header (and so before the
@@ -35,6 +45,15 @@ struct LoadGraph::TensorLoad {
         std::mutex mutex;
         bool ready = false;
         std::vector<std::pair<std::uint64_t, std::uint64_t>> early; // data-relative [begin, end)
+        // Device loads: early pieces stay in their slots; straddling chunks gather in staging.
+        struct EarlyPiece {
+            std::uint64_t begin;
+            std::uint64_t end;
+            std::byte* bytes;
+            ChunkPtr chunk;
+        };
+        std::vector<EarlyPiece> early_pieces;
+        std::map<std::size_t, std::shared_ptr<std::byte>> staged;
         std::vector<std::uint64_t> missing;
         CipherRecord cipher;
         const SecretKey* key = nullptr;
@@ -114,6 +133,9 @@ Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::ve
         load->data_offset = info.data_offset_bytes;
         load->record_end = info.data_offset_bytes + info.data_length_bytes;
         load->header_bytes.resize(info.data_offset_bytes - info.record_offset_bytes);
+        if (options.device != nullptr && destination.dtype && converts(info.dtype, *destination.dtype)) {
+            load->convert_to = destination.dtype;
+        }
         if (index.encrypted) {
             load->decryption = std::make_unique<TensorLoad::Decryption>();
         }
@@ -135,7 +157,13 @@ Result<std::unique_ptr<LoadGraph>> LoadGraph::create(const Index& index, std::ve
 LoadGraph::LoadGraph(const Index& index, LoadGraphOptions options, std::string source_name)
     : index_(index), options_(options), source_name_(std::move(source_name)) {}
 
-LoadGraph::~LoadGraph() = default;
+LoadGraph::~LoadGraph() {
+    for (const auto& load : loads_) {
+        if (load->scratch != nullptr && !load->converted.load()) {
+            options_.device->free_scratch(load->scratch); // a load that failed half-way
+        }
+    }
+}
 
 Result<void> LoadGraph::process(const ChunkPtr& chunk) {
     if (failed_.load(std::memory_order_relaxed)) {
@@ -173,8 +201,28 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
         if (load.decryption) {
             // Encrypted: hashing waits for decryption (the header piece was submitted with the
             // header, see prepare_decryption).
-            if (begin < end) {
+            if (begin < end && options_.device != nullptr) {
+                take_ciphertext_on_device(load, chunk->mutable_bytes().data() + (begin - chunk_begin),
+                                          begin - load.data_offset, end - load.data_offset, chunk);
+            } else if (begin < end) {
                 take_ciphertext(load, bytes + (begin - chunk_begin), begin - load.data_offset, end - load.data_offset);
+            }
+            continue;
+        }
+        if (options_.device != nullptr) {
+            // The slot stays leased until the copy has completed and the piece is hashed.
+            const std::byte* source = bytes + (begin - chunk_begin);
+            if (begin < end) {
+                auto uploaded = upload(load, begin - load.data_offset, source, end - begin, chunk);
+                if (!uploaded) {
+                    Error error = tensor_error(load, uploaded.error());
+                    record_failure(error);
+                    return error;
+                }
+            }
+            if (load.sequencer) {
+                submit_hash(load, overlap_begin(load.record_offset, chunk_begin),
+                            overlap_end(load.record_end, chunk_end), begin < end ? source : nullptr, chunk);
             }
             continue;
         }
@@ -195,6 +243,9 @@ Result<void> LoadGraph::process(const ChunkPtr& chunk) {
 
 std::vector<ReadRange> LoadGraph::in_place_ranges() const {
     std::vector<ReadRange> ranges;
+    if (options_.device != nullptr) {
+        return ranges; // device memory is no place for a socket to write into
+    }
     for (const auto& load : loads_) {
         const std::uint64_t length = load->record_end - load->data_offset;
         if (!load->decryption && load->destination != nullptr && length >= in_place_min_bytes) {
@@ -263,6 +314,7 @@ Result<void> LoadGraph::prepare_decryption(TensorLoad& load) {
         return {};
     }
     std::vector<std::size_t> complete;
+    std::vector<TensorLoad::Decryption::EarlyPiece> early_pieces;
     {
         std::lock_guard lock(decryption.mutex);
         decryption.cipher = std::move(*crypt->cipher);
@@ -278,8 +330,12 @@ Result<void> LoadGraph::prepare_decryption(TensorLoad& load) {
             count_received(decryption, data_length, begin, end, complete);
         }
         decryption.early.clear();
+        early_pieces = std::move(decryption.early_pieces);
     }
     decrypt_chunks(load, complete);
+    for (const auto& piece : early_pieces) {
+        take_ciphertext_on_device(load, piece.bytes, piece.begin, piece.end, piece.chunk);
+    }
     return {};
 }
 
@@ -326,9 +382,21 @@ void LoadGraph::take_ciphertext(TensorLoad& load, const std::byte* bytes, std::u
 }
 
 bool LoadGraph::open_chunk(TensorLoad& load, std::size_t index, std::span<const std::byte> ciphertext) {
+    CipherChunk chunk = cipher_chunk(load.decryption->cipher, load.info->data_length_bytes, index);
+    if (!authenticate(load, index, {load.destination + chunk.offset_bytes, chunk.length_bytes}, ciphertext)) {
+        return false;
+    }
+    if (load.sequencer) {
+        submit_hash(load, load.data_offset + chunk.offset_bytes,
+                    load.data_offset + chunk.offset_bytes + chunk.length_bytes);
+    }
+    return true;
+}
+
+bool LoadGraph::authenticate(TensorLoad& load, std::size_t index, std::span<std::byte> plaintext,
+                             std::span<const std::byte> ciphertext) {
     auto& decryption = *load.decryption;
     CipherChunk chunk = cipher_chunk(decryption.cipher, load.info->data_length_bytes, index);
-    std::span<std::byte> plaintext(load.destination + chunk.offset_bytes, chunk.length_bytes);
     Nonce nonce = nonce_plus(decryption.cipher.initial_nonce, index);
     if (!open_into(plaintext, ciphertext, decryption.cipher.macs[index], nonce, *decryption.key)) {
         record_failure(tensor_error(
@@ -341,9 +409,97 @@ bool LoadGraph::open_chunk(TensorLoad& load, std::size_t index, std::span<const 
         return false;
     }
     decryption.chunks_done.fetch_add(1, std::memory_order_acq_rel);
+    return true;
+}
+
+Result<void> LoadGraph::upload(TensorLoad& load, std::uint64_t begin, const std::byte* bytes, std::uint64_t length,
+                               std::shared_ptr<const void> keep_alive) {
+    DeviceLink& device = *options_.device;
+    std::byte* target = load.destination;
+    if (load.convert_to) {
+        std::lock_guard lock(load.scratch_mutex);
+        if (load.scratch == nullptr) {
+            RL_TRY(scratch, device.allocate_scratch(load.info->data_length_bytes));
+            load.scratch = scratch;
+        }
+        target = load.scratch;
+    }
+    RL_TRY_VOID(device.upload(target + begin, bytes, length, std::move(keep_alive)));
+    // Counted after the copy is queued: the thread that completes the count converts, after
+    // every copy of this tensor (convert() orders itself after all queued uploads).
+    if (load.convert_to && load.uploaded.fetch_add(length) + length == load.info->data_length_bytes) {
+        load.converted.store(true);
+        return device.convert(load.destination, *load.convert_to, load.scratch, load.info->dtype, load.info->numel());
+    }
+    return {};
+}
+
+void LoadGraph::take_ciphertext_on_device(TensorLoad& load, std::byte* bytes, std::uint64_t begin, std::uint64_t end,
+                                          const ChunkPtr& chunk) {
+    auto& decryption = *load.decryption;
+    {
+        std::lock_guard lock(decryption.mutex);
+        if (!decryption.ready) {
+            decryption.early_pieces.push_back({begin, end, bytes, chunk}); // replayed by prepare_decryption
+            return;
+        }
+    }
+    const std::uint64_t data_length = load.info->data_length_bytes;
+    for_each_chunk_in(decryption, data_length, begin, end, [&](std::size_t i, const CipherChunk& cipher) {
+        const std::uint64_t from = std::max(begin, cipher.offset_bytes);
+        const std::uint64_t to = std::min(end, cipher.offset_bytes + cipher.length_bytes);
+        if (from == cipher.offset_bytes && to == cipher.offset_bytes + cipher.length_bytes) {
+            return open_on_device(load, i, {bytes + (from - begin), cipher.length_bytes}, chunk);
+        }
+        // A chunk that straddles slots gathers in page-locked staging and opens there.
+        std::shared_ptr<std::byte> staging;
+        std::vector<std::size_t> complete;
+        {
+            std::lock_guard lock(decryption.mutex);
+            auto& staged = decryption.staged[i];
+            if (!staged) {
+                auto taken = options_.device->staging(cipher.length_bytes);
+                if (!taken) {
+                    record_failure(tensor_error(load, taken.error()));
+                    return false;
+                }
+                staged = std::move(*taken);
+            }
+            staging = staged;
+            std::memcpy(staging.get() + (from - cipher.offset_bytes), bytes + (from - begin), to - from);
+            count_received(decryption, data_length, from, to, complete);
+        }
+        for (std::size_t index : complete) {
+            std::shared_ptr<std::byte> buffer;
+            {
+                std::lock_guard lock(decryption.mutex);
+                auto it = decryption.staged.find(index);
+                buffer = std::move(it->second);
+                decryption.staged.erase(it);
+            }
+            CipherChunk whole = cipher_chunk(decryption.cipher, data_length, index);
+            if (!open_on_device(load, index, {buffer.get(), whole.length_bytes}, buffer)) {
+                return false;
+            }
+        }
+        return true;
+    });
+}
+
+bool LoadGraph::open_on_device(TensorLoad& load, std::size_t index, std::span<std::byte> bytes,
+                               const std::shared_ptr<const void>& keep_alive) {
+    if (!authenticate(load, index, bytes, bytes)) {
+        return false;
+    }
+    CipherChunk chunk = cipher_chunk(load.decryption->cipher, load.info->data_length_bytes, index);
+    auto uploaded = upload(load, chunk.offset_bytes, bytes.data(), chunk.length_bytes, keep_alive);
+    if (!uploaded) {
+        record_failure(tensor_error(load, uploaded.error()));
+        return false;
+    }
     if (load.sequencer) {
         submit_hash(load, load.data_offset + chunk.offset_bytes,
-                    load.data_offset + chunk.offset_bytes + chunk.length_bytes);
+                    load.data_offset + chunk.offset_bytes + chunk.length_bytes, bytes.data(), keep_alive);
     }
     return true;
 }
@@ -361,11 +517,14 @@ void LoadGraph::decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>&
     }
 }
 
-void LoadGraph::submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end) {
-    load.sequencer->submit(begin, end - begin, [this, &load, begin, end] { hash_piece(load, begin, end); });
+void LoadGraph::submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end, const std::byte* data,
+                            std::shared_ptr<const void> keep_alive) {
+    load.sequencer->submit(begin, end - begin, [this, &load, begin, end, data, keep = std::move(keep_alive)] {
+        hash_piece(load, begin, end, data);
+    });
 }
 
-void LoadGraph::hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end) {
+void LoadGraph::hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end, const std::byte* data_at) {
     if (failed_.load(std::memory_order_relaxed) || !load.header_ok.load(std::memory_order_acquire)) {
         return; // the failure is already recorded
     }
@@ -378,7 +537,8 @@ void LoadGraph::hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t 
     }
     std::uint64_t data_begin = overlap_begin(load.data_offset, begin);
     if (data_begin < end) {
-        std::span<const std::byte> data(load.destination + (data_begin - load.data_offset), end - data_begin);
+        const std::byte* from = data_at != nullptr ? data_at : load.destination + (data_begin - load.data_offset);
+        std::span<const std::byte> data(from, end - data_begin);
         load.crc.update(data);
         load.sha.update(data);
     }
@@ -435,8 +595,23 @@ Result<void> LoadGraph::finish() {
         if (options_.verify_hashes && !load->verified.load(std::memory_order_acquire)) {
             return tensor_error(*load, fail(errc::hash_mismatch, "its hashes were never checked"));
         }
-        if (load->info->is_meta) {
+        if (load->info->is_meta && options_.device != nullptr) {
+            const std::uint64_t bytes = load->info->numel() * itemsize(load->convert_to.value_or(load->info->dtype));
+            auto zeroed = options_.device->fill_zero(load->destination, bytes);
+            if (!zeroed) {
+                return tensor_error(*load, zeroed.error());
+            }
+        } else if (load->info->is_meta) {
             std::memset(load->destination, 0, load->info->byte_length); // meta tensors load as zeros (§8)
+        }
+    }
+    if (options_.device != nullptr) {
+        // Every chunk is back, so every upload has landed; conversions and zero fills may not.
+        auto synchronized = options_.device->synchronize();
+        if (!synchronized) {
+            Error error = synchronized.error();
+            error.detail = source_name_ + ": " + error.detail;
+            return error;
         }
     }
     return {};

@@ -15,6 +15,12 @@
 // A source that accepts any destination (the network ones) reads large plain tensors' data
 // straight into the tensor (in_place_ranges); process() then finds it there and only hashes.
 //
+// Device loads (LoadGraphOptions::device): destinations are GPU memory. Data bytes are
+// uploaded from their slot, which stays leased until the copy completed; hashes are computed
+// from the slot; encrypted chunks are opened in the slot, or gathered in page-locked staging
+// when they straddle slots, and uploaded as plaintext; floating tensors may be converted to
+// another dtype on the device once all their bytes are there.
+//
 // Encrypted tensors: a 2 MiB cipher chunk that lies wholly in one slot, once the header with
 // its MACs is known, is authenticated and decrypted straight from the slot into the tensor.
 // Other ciphertext is copied to the destination, and each such chunk is authenticated and
@@ -24,6 +30,7 @@
 // decryption, in order.
 #pragma once
 
+#include "ringload/engine/device_link.hpp"
 #include "ringload/engine/plan.hpp"
 #include "ringload/engine/sequencer.hpp"
 #include "ringload/tensor_info.hpp"
@@ -40,14 +47,18 @@ namespace ringload::tensorizer {
 
 struct TensorDestination {
     std::size_t tensor_index = 0; // into Index::tensors
-    std::byte* data = nullptr;    // byte_length bytes, owned by the caller
+    std::byte* data = nullptr;    // the tensor's bytes (in `dtype` when given), owned by the caller
+    // Device loads only: floating data is converted to this type on the device (the CPU path
+    // converts after the load).
+    std::optional<DType> dtype;
 };
 
 class KeyResolver;
 
 struct LoadGraphOptions {
     bool verify_hashes = false;
-    KeyResolver* keys = nullptr; // decrypts encrypted tensors; must outlive the graph
+    KeyResolver* keys = nullptr;  // decrypts encrypted tensors; must outlive the graph
+    DeviceLink* device = nullptr; // destinations are this device's memory; must outlive the graph
 };
 
 class LoadGraph final : public ChunkHandler {
@@ -81,8 +92,26 @@ private:
     // when its MAC does not match.
     bool open_chunk(TensorLoad& load, std::size_t index, std::span<const std::byte> ciphertext);
     void decrypt_chunks(TensorLoad& load, const std::vector<std::size_t>& chunks);
-    void hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
-    void submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end);
+    // Checks cipher chunk `index`'s MAC and decrypts it into `plaintext`; false (failure
+    // recorded) when the MAC does not match.
+    bool authenticate(TensorLoad& load, std::size_t index, std::span<std::byte> plaintext,
+                      std::span<const std::byte> ciphertext);
+
+    // Device loads: data bytes [begin, begin + length) of the tensor, at `bytes` in host memory
+    // that `keep_alive` holds, go to the device (or its conversion scratch).
+    Result<void> upload(TensorLoad& load, std::uint64_t begin, const std::byte* bytes, std::uint64_t length,
+                        std::shared_ptr<const void> keep_alive);
+    void take_ciphertext_on_device(TensorLoad& load, std::byte* bytes, std::uint64_t begin, std::uint64_t end,
+                                   const ChunkPtr& chunk);
+    // Opens cipher chunk `index` where it lies (slot or staging) and uploads the plaintext.
+    bool open_on_device(TensorLoad& load, std::size_t index, std::span<std::byte> bytes,
+                        const std::shared_ptr<const void>& keep_alive);
+
+    // Record bytes [begin, end) go into the tensor's hashes, in order. Their data part is read
+    // from `data` (kept alive by `keep_alive`), or from the host destination when null.
+    void submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end, const std::byte* data = nullptr,
+                     std::shared_ptr<const void> keep_alive = {});
+    void hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end, const std::byte* data);
     void record_failure(Error error);
     Error tensor_error(const TensorLoad& load, Error error) const;
 

@@ -180,13 +180,21 @@ Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const Wr
 } // namespace
 
 Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors,
-                                                       const WriteEncryption* encryption, std::string target_name) {
+                                                       const WriteEncryption* encryption, std::string target_name,
+                                                       DeviceLink* device) {
     auto graph = std::make_unique<WriteGraph>();
     graph->target_ = std::move(target_name);
     graph->encryption_ = encryption;
+    graph->device_ = device;
     const std::string& target = graph->target_;
     if (tensors.empty()) {
         return fail(errc::invalid_argument, target + ": no tensors to write (a tensorizer file holds at least one)");
+    }
+    for (const auto& tensor : tensors) {
+        if (tensor.device >= 0 && (device == nullptr || device->ordinal() != tensor.device)) {
+            return fail(errc::invalid_argument, target + ": a tensor on cuda:" + std::to_string(tensor.device) +
+                                                    " without a link to that device (one device per write)");
+        }
     }
     if (encryption != nullptr && encryption->chunk_size_bytes == 0) {
         return fail(errc::invalid_argument, target + ": a cipher chunk size of 0");
@@ -261,13 +269,23 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
     return graph;
 }
 
-// The plaintext of a record's data: the caller's bytes, or zeros.
-static void fill_plaintext(const WriteGraph::Record& record, std::uint64_t from, std::span<std::byte> dst) {
+bool WriteGraph::on_device(const Record& record) const {
+    return record.tensor->device >= 0 && !record.stored_as_zeros;
+}
+
+Result<void> WriteGraph::fill_plaintext(const Record& record, std::uint64_t from, std::span<std::byte> dst) const {
     if (record.stored_as_zeros) {
         std::memset(dst.data(), 0, dst.size());
+    } else if (on_device(record)) {
+        auto copied = device_->download(dst.data(), record.tensor->bytes.data() + from, dst.size());
+        if (!copied) {
+            return fail(copied.error().code,
+                        target_ + ": tensor '" + record.display_name + "': " + copied.error().detail);
+        }
     } else {
         copy_to_destination(dst.data(), record.tensor->bytes.data() + from, dst.size());
     }
+    return {};
 }
 
 Result<bool> WriteGraph::hash_step(Record& record) {
@@ -283,6 +301,13 @@ Result<bool> WriteGraph::hash_step(Record& record) {
         const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(hash_block_bytes, step_end - at));
         std::span<const std::byte> block =
             record.stored_as_zeros ? std::span(zeros).first(length) : record.tensor->bytes.subspan(at, length);
+        if (on_device(record)) {
+            // A second device-to-host copy: cheaper than holding slots until the hash gets there.
+            thread_local std::vector<std::byte> host_block;
+            host_block.resize(length);
+            RL_TRY_VOID(fill_plaintext(record, at, host_block));
+            block = host_block;
+        }
         if (with_crc) {
             state.crc.update(block);
         }
@@ -308,8 +333,7 @@ Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t fro
             std::memcpy(dst.data(), records_[source.record].header.data() + from, dst.size());
             return {};
         case PieceSource::Kind::data:
-            fill_plaintext(records_[source.record], from, dst);
-            return {};
+            return fill_plaintext(records_[source.record], from, dst);
         case PieceSource::Kind::sentinel:
             std::memset(dst.data(), 0, dst.size());
             return {};
@@ -334,12 +358,12 @@ Result<void> WriteGraph::produce_whole(const WritePiece& piece, std::span<std::b
         // Straddles two slots: sealed in one piece of scratch, then split.
         thread_local std::vector<std::byte> scratch;
         scratch.resize(length);
-        fill_plaintext(record, chunk.offset_bytes, scratch);
+        RL_TRY_VOID(fill_plaintext(record, chunk.offset_bytes, scratch));
         record.macs[source.chunk] = seal_in_place(scratch, nonce, encryption_->key);
         std::memcpy(first.data(), scratch.data(), first.size());
         std::memcpy(second.data(), scratch.data() + first.size(), second.size());
-    } else if (record.stored_as_zeros) {
-        std::memset(first.data(), 0, first.size());
+    } else if (record.stored_as_zeros || on_device(record)) {
+        RL_TRY_VOID(fill_plaintext(record, chunk.offset_bytes, first));
         record.macs[source.chunk] = seal_in_place(first, nonce, encryption_->key);
     } else {
         record.macs[source.chunk] =

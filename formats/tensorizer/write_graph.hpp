@@ -20,6 +20,7 @@
 #pragma once
 
 #include "formats/tensorizer/serialize.hpp"
+#include "ringload/engine/device_link.hpp"
 #include "ringload/engine/secretbox.hpp"
 #include "ringload/engine/write_plan.hpp"
 #include "ringload/tensor_info.hpp"
@@ -45,9 +46,12 @@ struct WriteEncryption {
 class WriteGraph final : public PieceProducer {
 public:
     // Checks every tensor and lays the file out; fails before anything is written. The
-    // tensors' bytes and `encryption` must outlive the graph.
+    // tensors' bytes and `encryption` must outlive the graph. Tensors whose `device` is not -1
+    // are read through `device` (copied into the slots device-to-host by the workers); it must
+    // be that device's link and outlive the graph.
     static Result<std::unique_ptr<WriteGraph>> create(std::span<const TensorToWrite> tensors,
-                                                      const WriteEncryption* encryption, std::string target_name);
+                                                      const WriteEncryption* encryption, std::string target_name,
+                                                      DeviceLink* device = nullptr);
 
     const WritePlan& plan() const noexcept { return plan_; }
     std::uint32_t data_version() const noexcept { return summary_.data_version; }
@@ -71,7 +75,12 @@ public:
 private:
     // Hashes the next few MiB of H' || plaintext; true while more remain.
     Result<bool> hash_step(Record& record);
+    // The plaintext of a record's data [from, from + dst.size()): the caller's bytes (from host
+    // or device memory), or zeros.
+    Result<void> fill_plaintext(const Record& record, std::uint64_t from, std::span<std::byte> dst) const;
+    bool on_device(const Record& record) const;
 
+    DeviceLink* device_ = nullptr;
     std::string target_;
     const WriteEncryption* encryption_ = nullptr;
     FileSummary summary_;

@@ -4,6 +4,11 @@
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
 #include "formats/tensorizer/reader.hpp"
+#include "gpu/cuda_link.hpp"
+#include "gpu/device_memory.hpp"
+#include "gpu/device_name.hpp"
+#include "load_layout.hpp"
+#include "ringload/engine/dtype_convert.hpp"
 #include "ringload/engine/executor.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/host_arena.hpp"
@@ -17,12 +22,47 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 
 namespace ringload {
 namespace {
 
 constexpr std::size_t ring_bytes_default = 128 << 20; // 32 slots of 4 MiB, 16 of 8 MiB
+
+// A piece of a CPU dtype conversion: blocks of a million elements spread over the workers.
+struct ConversionJob {
+    std::byte* out;
+    DType to;
+    const std::byte* in;
+    DType from;
+    std::uint64_t count;
+    void run() const { convert_elements(out, to, in, from, count); }
+};
+
+void add_conversion_jobs(std::vector<ConversionJob>& jobs, std::byte* out, DType to, const std::byte* in, DType from,
+                         std::uint64_t count) {
+    constexpr std::uint64_t block = 1 << 20;
+    for (std::uint64_t at = 0; at < count; at += block) {
+        jobs.push_back({out + at * itemsize(to), to, in + at * itemsize(from), from, std::min(block, count - at)});
+    }
+}
+
+// The SHA-256 of each tensor's bytes as they are on the device, copied back in pieces.
+Result<void> hash_device_tensors(DeviceLink& link, LoadedModel& model) {
+    constexpr std::size_t piece_bytes = 64 << 20;
+    RL_TRY(staging, link.staging(piece_bytes));
+    for (auto& tensor : model.tensors) {
+        Sha256 sha;
+        for (std::size_t at = 0; at < tensor.bytes.size(); at += piece_bytes) {
+            const std::size_t length = std::min(piece_bytes, tensor.bytes.size() - at);
+            RL_TRY_VOID(link.download(staging.get(), tensor.bytes.data() + at, length));
+            sha.update({staging.get(), length});
+        }
+        tensor.sha256_hex = to_hex(sha.finish());
+    }
+    return {};
+}
 
 FileReadMode file_read_mode(ReadMode mode) {
     switch (mode) {
@@ -44,7 +84,25 @@ struct Deserializer::Impl {
     std::unique_ptr<Source> source;
     Index index;
     std::unique_ptr<BufferRing> ring;
+    std::shared_ptr<void> ring_pinned;                // the ring page-locked for CUDA, once a GPU load needs it
+    std::map<int, std::unique_ptr<DeviceLink>> links; // by CUDA ordinal, opened by the first load there
     std::optional<tensorizer::KeyResolver> keys;
+
+    ~Impl() {
+        links.clear();
+        ring_pinned.reset();
+        ring.reset(); // before the loop (and its io_uring) goes
+    }
+
+    Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                         const LoadLayout& layout, std::vector<tensorizer::TensorDestination> destinations,
+                         DeviceLink* device, std::unique_ptr<tensorizer::LoadGraph>& graph);
+    Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
+    Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
+                                       int ordinal);
+    // The model's tensors, each at its place (given or in `owned`).
+    void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned,
+                      const tensorizer::LoadGraph& graph) const;
 
     // The ring a load with these options uses: the existing one when it fits.
     Result<BufferRing*> ring_for(const LoadOptions& options) {
@@ -56,6 +114,7 @@ struct Deserializer::Impl {
         if (ring && ring->slot_count() == count && ring->slot_size_bytes() == size) {
             return ring.get();
         }
+        ring_pinned.reset();
         ring.reset();
         RL_TRY(created, BufferRing::create(loop, {count, size}));
         ring = std::move(created);
@@ -67,24 +126,124 @@ struct Deserializer::Impl {
 };
 
 std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
+    auto parsed = gpu::parse_device(model.device);
+    const int device = parsed ? *parsed : gpu::cpu_ordinal;
     std::vector<TensorToWrite> tensors;
     tensors.reserve(model.tensors.size());
     for (const auto& tensor : model.tensors) {
         const TensorInfo& info = tensor.info;
-        tensors.push_back(
-            {info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index, info.tensor_type});
+        tensors.push_back({info.path, info.dtype, info.shape, tensor.bytes, info.is_meta, info.module_index,
+                           info.tensor_type, device});
     }
     return tensors;
+}
+
+Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                                         const LoadLayout& layout,
+                                         std::vector<tensorizer::TensorDestination> destinations, DeviceLink* device,
+                                         std::unique_ptr<tensorizer::LoadGraph>& graph) {
+    // A remote source's name is its URI without a password (redis://user:***@host/...).
+    const std::string& name = is_remote_uri(uri) ? source->name() : uri;
+    RL_TRY(created, tensorizer::LoadGraph::create(index, std::move(destinations),
+                                                  {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
+    graph = std::move(created);
+    RunControls controls;
+    controls.cancel = options.cancel;
+    controls.progress = options.progress;
+    controls.progress_tensors_total = layout.tensors.size();
+    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, graph->plan(), *graph, controls));
+}
+
+void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned,
+                                      const tensorizer::LoadGraph& graph) const {
+    for (const auto& planned : layout.tensors) {
+        TensorInfo info = loaded_info(index.tensors[planned.index], planned);
+        info.module_index = graph.module_index_of(index.tensors[planned.index]);
+        std::byte* bytes = planned.given != nullptr ? planned.given : owned + planned.owned_offset;
+        model.tensors.push_back({info, {bytes, info.byte_length}, {}});
+        model.bytes += info.byte_length;
+    }
+}
+
+Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options, const LoadLayout& layout,
+                                                     WorkerPool& pool) {
+    RL_TRY(ring_in_use, ring_for(options));
+    RL_TRY(arena, HostArena::create(std::max<std::size_t>(layout.owned_bytes, 1)));
+    if (options.prefault_in_background) {
+        arena->prefault_in_background();
+    }
+    // Tensors that convert land raw in a scratch arena first, dropped after the conversion.
+    std::shared_ptr<HostArena> raw;
+    if (layout.raw_bytes > 0) {
+        RL_TRY(created, HostArena::create(layout.raw_bytes));
+        raw = std::move(created);
+    }
+    std::vector<tensorizer::TensorDestination> destinations;
+    std::vector<ConversionJob> conversions;
+    std::size_t raw_offset = 0;
+    for (const auto& planned : layout.tensors) {
+        std::byte* final_bytes = planned.given != nullptr ? planned.given : arena->data() + planned.owned_offset;
+        const TensorInfo& stored = index.tensors[planned.index];
+        if (planned.converts) {
+            std::byte* raw_bytes = raw->data() + raw_offset;
+            raw_offset = align_tensor_offset(raw_offset + stored.byte_length);
+            destinations.push_back({planned.index, raw_bytes, std::nullopt});
+            add_conversion_jobs(conversions, final_bytes, planned.dtype, raw_bytes, stored.dtype, stored.numel());
+        } else {
+            destinations.push_back({planned.index, final_bytes, std::nullopt});
+        }
+    }
+    std::unique_ptr<tensorizer::LoadGraph> graph;
+    RL_TRY(stats, run(options, *ring_in_use, pool, layout, std::move(destinations), nullptr, graph));
+    arena->join_prefault();
+    pool.parallel_for(conversions.size(), [&](std::size_t k) { conversions[k].run(); });
+
+    LoadedModel model;
+    model.arena = arena;
+    model.bytes_read = stats.bytes_read;
+    model.how = source->describe();
+    fill_tensors(model, layout, arena->data(), *graph);
+    return model;
+}
+
+Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& options, const LoadLayout& layout,
+                                                       WorkerPool& pool, int ordinal) {
+    RL_TRY(ring_in_use, ring_for(options));
+    if (!links.contains(ordinal)) {
+        RL_TRY(link, gpu::open_device_link(ordinal));
+        links.emplace(ordinal, std::move(link));
+    }
+    DeviceLink& link = *links.at(ordinal);
+    if (!ring_pinned) {
+        RL_TRY(pinned, gpu::pin_host_memory(ring_in_use->memory()));
+        ring_pinned = std::move(pinned);
+    }
+    std::shared_ptr<std::byte> memory;
+    if (layout.owned_bytes > 0) {
+        RL_TRY(allocated, gpu::allocate_device_memory(ordinal, layout.owned_bytes));
+        memory = std::move(allocated);
+    }
+    std::vector<tensorizer::TensorDestination> destinations;
+    for (const auto& planned : layout.tensors) {
+        std::byte* bytes = planned.given != nullptr ? planned.given : memory.get() + planned.owned_offset;
+        destinations.push_back({planned.index, bytes, planned.dtype});
+    }
+    std::unique_ptr<tensorizer::LoadGraph> graph;
+    RL_TRY(stats, run(options, *ring_in_use, pool, layout, std::move(destinations), &link, graph));
+
+    LoadedModel model;
+    model.device = link.name();
+    model.device_memory = memory;
+    model.bytes_read = stats.bytes_read;
+    model.how = source->describe() + ", to " + link.name();
+    fill_tensors(model, layout, memory.get(), *graph);
+    return model;
 }
 
 Deserializer::Deserializer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Deserializer::Deserializer(Deserializer&&) noexcept = default;
 Deserializer& Deserializer::operator=(Deserializer&&) noexcept = default;
-Deserializer::~Deserializer() {
-    if (impl_) {
-        impl_->ring.reset(); // before the loop (and its io_uring) goes
-    }
-}
+Deserializer::~Deserializer() = default;
 
 const Index& Deserializer::index() const noexcept {
     return impl_->index;
@@ -120,59 +279,18 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
 }
 
 Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
-    using Clock = std::chrono::steady_clock;
-    const auto started = Clock::now();
-    const Index& index = impl_->index;
-
-    // One arena for every wanted tensor, each at a 64-byte boundary.
-    std::vector<std::size_t> selected;
-    std::vector<std::size_t> arena_offsets;
-    std::size_t arena_bytes = 0;
-    for (std::size_t i = 0; i < index.tensors.size(); ++i) {
-        if (options.filter && !options.filter(index.tensors[i])) {
-            continue;
-        }
-        selected.push_back(i);
-        arena_offsets.push_back(arena_bytes);
-        arena_bytes = align_tensor_offset(arena_bytes + index.tensors[i].byte_length);
-    }
-    RL_TRY(ring, impl_->ring_for(options));
-    RL_TRY(arena, HostArena::create(std::max<std::size_t>(arena_bytes, 1)));
-    if (options.prefault_in_background) {
-        arena->prefault_in_background();
-    }
-
-    std::vector<tensorizer::TensorDestination> destinations;
-    for (std::size_t k = 0; k < selected.size(); ++k) {
-        destinations.push_back({selected[k], arena->data() + arena_offsets[k]});
-    }
-    // A remote source's name is its URI without a password (redis://user:***@host/...).
-    const std::string& name = is_remote_uri(impl_->uri) ? impl_->source->name() : impl_->uri;
-    RL_TRY(graph, tensorizer::LoadGraph::create(index, destinations,
-                                                {options.verify_hashes, impl_->keys ? &*impl_->keys : nullptr}, name));
+    const auto started = std::chrono::steady_clock::now();
+    RL_TRY(ordinal, gpu::parse_device(options.device));
+    const LoadLayout layout = plan_load(impl_->index, options);
     WorkerPool pool(options.worker_threads);
-
-    RunControls controls;
-    controls.cancel = options.cancel;
-    controls.progress = options.progress;
-    controls.progress_tensors_total = selected.size();
-    RL_TRY(stats, run_on_loop(impl_->loop, run_plan(*impl_->source, *ring, pool, graph->plan(), *graph, controls)));
-    arena->join_prefault();
-
-    LoadedModel model;
-    model.arena = arena;
-    model.bytes_read = stats.bytes_read;
-    model.how = impl_->source->describe();
-    for (std::size_t k = 0; k < selected.size(); ++k) {
-        TensorInfo info = index.tensors[selected[k]];
-        info.module_index = graph->module_index_of(index.tensors[selected[k]]);
-        model.tensors.push_back({info, {arena->data() + arena_offsets[k], info.byte_length}, {}});
-        model.bytes += info.byte_length;
-    }
-    model.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    if (options.compute_sha256) {
+    RL_TRY(model, ordinal == gpu::cpu_ordinal ? impl_->load_to_host(options, layout, pool)
+                                              : impl_->load_to_device(options, layout, pool, ordinal));
+    model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (options.compute_sha256 && ordinal == gpu::cpu_ordinal) {
         pool.parallel_for(model.tensors.size(),
                           [&](std::size_t k) { model.tensors[k].sha256_hex = to_hex(sha256(model.tensors[k].bytes)); });
+    } else if (options.compute_sha256) {
+        RL_TRY_VOID(hash_device_tensors(*impl_->links.at(ordinal), model));
     }
     return model;
 }

@@ -2,6 +2,8 @@
 #include "ringload/serializer.hpp"
 
 #include "formats/tensorizer/write_graph.hpp"
+#include "gpu/cuda_link.hpp"
+#include "gpu/device_memory.hpp"
 #include "remote_publish.hpp"
 #include "ringload/engine/write_executor.hpp"
 #include "ringload/io/file_sink.hpp"
@@ -12,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace ringload {
@@ -36,7 +39,14 @@ Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<co
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
     const auto encryption = write_encryption(options.encryption);
-    RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path));
+    // Tensors on a GPU are copied device-to-host into the slots by the workers.
+    std::unique_ptr<DeviceLink> device;
+    auto on_device = std::find_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.device >= 0; });
+    if (on_device != tensors.end()) {
+        RL_TRY(link, gpu::open_device_link(on_device->device));
+        device = std::move(link);
+    }
+    RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path, device.get()));
 
     // Declared in this order so that the ring and the sink go before the loop they use.
     asio::io_context loop{1};
@@ -45,6 +55,11 @@ Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<co
     RL_TRY(ring, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
     if (sink->uses_io_uring()) {
         ring->register_with_io_uring(); // false is fine: plain buffers then
+    }
+    std::shared_ptr<void> pinned; // page-locked slots make the device-to-host copies DMA
+    if (device) {
+        RL_TRY(pinning, gpu::pin_host_memory(ring->memory()));
+        pinned = std::move(pinning);
     }
     WorkerPool pool(options.worker_threads);
     RunControls controls;

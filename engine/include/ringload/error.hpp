@@ -42,6 +42,7 @@ enum class errc : std::uint8_t {
     unsupported,
     cancelled,
     out_of_memory,
+    device_error, // a GPU call failed (CUDA's own name and message follow)
 };
 
 std::string_view errc_name(errc code) noexcept;

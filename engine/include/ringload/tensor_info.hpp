@@ -65,6 +65,7 @@ struct TensorToWrite {
     bool is_meta = false;             // shape and dtype only: readers get zeros
     std::uint16_t module_index = 0;   // tensorizer extras, kept by round trips
     std::uint8_t tensor_type = 2;     // 0 parameter, 1 buffer, 2 state dict entry (nested names need 2)
+    int device = -1;                  // -1: `bytes` are host memory; N: memory of CUDA device N
 };
 
 } // namespace ringload

@@ -11,7 +11,10 @@
 //     auto loaded = opened->load(options);          // Result<LoadedModel>
 //     for (const auto& tensor : loaded->tensors) { use(tensor.info.name, tensor.bytes); }
 //
-// Tensors live in one host arena owned by LoadedModel (and by any copy of its shared_ptr).
+// Tensors live in one host arena owned by LoadedModel (and by any copy of its shared_ptr), or,
+// with LoadOptions::device = "cuda:N", in one device allocation owned the same way: chunks go
+// from the page-locked ring to the GPU with async copies, and host memory stays at the ring's
+// size whatever the model's. Callers may instead give each tensor's destination.
 // Thread: a Deserializer is used by one thread at a time; distinct ones are independent.
 #pragma once
 
@@ -63,34 +66,46 @@ struct LoadOptions {
     // a load, see docs/benchmarks.md).
     bool prefault_in_background = true;
     std::function<bool(const TensorInfo&)> filter; // empty: every tensor
+    // "cpu", "cuda" (device 0) or "cuda:N". A build or machine without CUDA fails the load
+    // with a message that says why.
+    std::string device = "cpu";
+    // Floating tensors (float64, float32, float16, bfloat16) become this type on the way
+    // (tensorizer's dtype=): on the GPU by a kernel, on the CPU by the workers. Other tensors
+    // keep their stored type.
+    std::optional<DType> dtype;
+    // Where each wanted tensor's bytes go: memory on `device` of at least numel * itemsize of
+    // its loaded dtype bytes, e.g. a module's existing parameter. Null (or an empty function):
+    // the load allocates. The memory must outlive the load; LoadedModel does not own it.
+    std::function<std::byte*(const TensorInfo&)> destination;
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
 };
 
 struct LoadedTensor {
-    TensorInfo info;
-    std::span<std::byte> bytes; // C order, little-endian, byte_length bytes
+    TensorInfo info;            // dtype and byte_length as loaded (after LoadOptions::dtype)
+    std::span<std::byte> bytes; // C order, little-endian, byte_length bytes; device memory on a GPU
     std::string sha256_hex;     // with LoadOptions::compute_sha256
 };
 
 struct LoadedModel {
-    std::shared_ptr<HostArena> arena;  // owns every tensor's bytes
-    std::vector<LoadedTensor> tensors; // in file order
-    std::uint64_t bytes = 0;           // tensor bytes produced
-    std::uint64_t bytes_read = 0;      // bytes read from the source
-    double seconds = 0;                // the load, without compute_sha256
-    std::string how;                   // "O_DIRECT io_uring", ...
+    std::string device = "cpu";               // where the tensors are: "cpu" or "cuda:N"
+    std::shared_ptr<HostArena> arena;         // owns the tensors' bytes on the CPU
+    std::shared_ptr<std::byte> device_memory; // owns them on a GPU (freed when the last copy dies)
+    std::vector<LoadedTensor> tensors;        // in file order
+    std::uint64_t bytes = 0;                  // tensor bytes produced
+    std::uint64_t bytes_read = 0;             // bytes read from the source
+    double seconds = 0;                       // the load, without compute_sha256
+    std::string how;                          // "O_DIRECT io_uring", ...
 };
 
 // The loaded tensors as a writer takes them (names, types, module_idx and the bytes in the
-// model's arena), to store them again: `write_tensorizer(out, tensors_to_write(model))`.
+// model's memory, host or device), to store them again: `write_tensorizer(out, tensors_to_write(model))`.
 std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model);
 
 class Deserializer {
 public:
-    // A local path, file:// URI, http:// or https:// URL (HTTP/1.1 range reads), or s3://bucket/key
-    // (signed range reads; OpenOptions::network.s3). (redis arrives with the rest of the network
-    // sources.)
+    // A local path, file:// URI, http:// or https:// URL (HTTP/1.1 or HTTP/2 range reads),
+    // s3://bucket/key (signed range reads; OpenOptions::network.s3) or redis://host/prefix.
     static Result<Deserializer> open(std::string_view uri, OpenOptions options = {});
 
     Deserializer(Deserializer&&) noexcept;

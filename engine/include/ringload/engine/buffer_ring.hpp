@@ -82,6 +82,10 @@ public:
     std::uint32_t slot_count() const noexcept { return options_.slot_count; }
     std::size_t slot_size_bytes() const noexcept { return options_.slot_size_bytes; }
     std::uint32_t free_count() const;
+    // Every slot, as one block: to page-lock it for a GPU's copies (gpu::pin_host_memory).
+    std::span<std::byte> memory() const noexcept {
+        return {memory_, static_cast<std::size_t>(options_.slot_count) * options_.slot_size_bytes};
+    }
 
 private:
     friend class SlotLease;

@@ -51,6 +51,13 @@ public:
         return in_place_ != nullptr ? std::span<const std::byte>(in_place_, length_bytes_)
                                     : slot_.bytes().subspan(lead_bytes_, length_bytes_);
     }
+    // The same bytes, writable: for a handler that transforms them where they lie (decrypting
+    // in the slot before a device copy). Each source byte reaches exactly one process() call,
+    // so the handler that got it may change it.
+    std::span<std::byte> mutable_bytes() const noexcept {
+        return in_place_ != nullptr ? std::span<std::byte>(const_cast<std::byte*>(in_place_), length_bytes_)
+                                    : slot_.bytes().subspan(lead_bytes_, length_bytes_);
+    }
     std::uint64_t source_offset_bytes() const noexcept { return source_offset_bytes_; }
     std::uint64_t source_end_bytes() const noexcept { return source_offset_bytes_ + length_bytes_; }
 

@@ -1,0 +1,329 @@
+// gpu/cuda_link.cpp
+#include "gpu/cuda_link.hpp"
+
+#include "gpu/convert_kernels.hpp"
+#include "gpu/cuda_error.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace ringload::gpu {
+namespace {
+
+std::optional<FloatKind> float_kind(DType dtype) {
+    switch (dtype) {
+        case DType::float64:
+            return FloatKind::float64;
+        case DType::float32:
+            return FloatKind::float32;
+        case DType::float16:
+            return FloatKind::float16;
+        case DType::bfloat16:
+            return FloatKind::bfloat16;
+        default:
+            return std::nullopt;
+    }
+}
+
+// Page-locked staging buffers, kept for reuse: cudaHostAlloc takes milliseconds.
+class StagingPool : public std::enable_shared_from_this<StagingPool> {
+public:
+    ~StagingPool() {
+        for (auto& [size, buffers] : free_) {
+            for (std::byte* buffer : buffers) {
+                (void)cudaFreeHost(buffer);
+            }
+        }
+    }
+    Result<std::shared_ptr<std::byte>> take(std::size_t length, const std::string& where) {
+        std::byte* buffer = nullptr;
+        {
+            std::lock_guard lock(mutex_);
+            auto& buffers = free_[length];
+            if (!buffers.empty()) {
+                buffer = buffers.back();
+                buffers.pop_back();
+            }
+        }
+        if (buffer == nullptr) {
+            void* memory = nullptr;
+            cudaError_t status = cudaHostAlloc(&memory, length, cudaHostAllocPortable);
+            if (status != cudaSuccess) {
+                return cuda_error(where, "cudaHostAlloc", status);
+            }
+            buffer = static_cast<std::byte*>(memory);
+        }
+        // The deleter runs on the completion thread or a worker, never inside a CUDA callback.
+        return std::shared_ptr<std::byte>(buffer, [pool = shared_from_this(), length](std::byte* pointer) {
+            std::lock_guard lock(pool->mutex_);
+            pool->free_[length].push_back(pointer);
+        });
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::size_t, std::vector<std::byte*>> free_;
+};
+
+class CudaDeviceLink final : public DeviceLink {
+public:
+    explicit CudaDeviceLink(int ordinal) : ordinal_(ordinal), where_("cuda:" + std::to_string(ordinal)) {}
+
+    ~CudaDeviceLink() override {
+        (void)synchronize();
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        if (completer_.joinable()) {
+            completer_.join();
+        }
+        (void)cudaSetDevice(ordinal_);
+        for (cudaEvent_t event : idle_events_) {
+            (void)cudaEventDestroy(event);
+        }
+        for (cudaStream_t stream : streams_) {
+            (void)cudaStreamDestroy(stream);
+        }
+        for (cudaStream_t stream : {convert_stream_, alloc_stream_}) {
+            if (stream != nullptr) {
+                (void)cudaStreamDestroy(stream);
+            }
+        }
+    }
+
+    Result<void> start() {
+        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        // Non-blocking streams: no implicit ordering with the legacy default stream, which
+        // other code in the process (torch) may use.
+        for (int i = 0; i < upload_stream_count; ++i) {
+            cudaStream_t stream = nullptr;
+            RL_TRY_VOID(check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+            streams_.push_back(stream);
+        }
+        RL_TRY_VOID(
+            check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&convert_stream_, cudaStreamNonBlocking)));
+        RL_TRY_VOID(
+            check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&alloc_stream_, cudaStreamNonBlocking)));
+        completer_ = std::thread([this] { complete_copies(); });
+        return {};
+    }
+
+    int ordinal() const noexcept override { return ordinal_; }
+    std::string name() const override { return where_; }
+
+    Result<void> upload(std::byte* device, const std::byte* host, std::size_t length,
+                        std::shared_ptr<const void> keep_alive) override {
+        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        cudaStream_t stream = streams_[next_stream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
+        RL_TRY_VOID(check("cudaMemcpyAsync", cudaMemcpyAsync(device, host, length, cudaMemcpyHostToDevice, stream)));
+        RL_TRY(event, take_event());
+        cudaError_t status = cudaEventRecord(event, stream);
+        if (status != cudaSuccess) {
+            // The copy is queued but cannot be tracked: wait for it here.
+            (void)cudaStreamSynchronize(stream);
+            give_back_event(event);
+            return cuda_error(where_, "cudaEventRecord", status);
+        }
+        {
+            std::lock_guard lock(mutex_);
+            pending_.push_back({event, std::move(keep_alive)});
+        }
+        wake_.notify_one();
+        return {};
+    }
+
+    Result<void> fill_zero(std::byte* device, std::size_t length) override {
+        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        return check("cudaMemsetAsync", cudaMemsetAsync(device, 0, length, streams_.front()));
+    }
+
+    Result<std::byte*> allocate_scratch(std::size_t length) override {
+        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        void* memory = nullptr;
+        RL_TRY_VOID(
+            check("cudaMallocAsync", cudaMallocAsync(&memory, std::max<std::size_t>(length, 1), alloc_stream_)));
+        // Usable from every stream once this returns.
+        RL_TRY_VOID(check("cudaStreamSynchronize", cudaStreamSynchronize(alloc_stream_)));
+        return static_cast<std::byte*>(memory);
+    }
+
+    void free_scratch(std::byte* scratch) noexcept override {
+        (void)cudaSetDevice(ordinal_);
+        (void)cudaFreeAsync(scratch, alloc_stream_);
+    }
+
+    Result<void> convert(std::byte* to, DType to_type, std::byte* from, DType from_type, std::uint64_t count) override {
+        auto to_kind = float_kind(to_type);
+        auto from_kind = float_kind(from_type);
+        if (!to_kind || !from_kind) {
+            return fail(errc::unsupported, where_ + ": cannot convert " + std::string(torch_name(from_type)) + " to " +
+                                               std::string(torch_name(to_type)) + " on the GPU");
+        }
+        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        // After every upload queued so far, on every stream.
+        for (cudaStream_t stream : streams_) {
+            cudaEvent_t event = nullptr;
+            RL_TRY_VOID(check("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&event, cudaEventDisableTiming)));
+            cudaError_t status = cudaEventRecord(event, stream);
+            if (status == cudaSuccess) {
+                status = cudaStreamWaitEvent(convert_stream_, event, 0);
+            }
+            (void)cudaEventDestroy(event); // released once the wait is satisfied
+            RL_TRY_VOID(check("cudaStreamWaitEvent", status));
+        }
+        RL_TRY_VOID(check("convert kernel", static_cast<cudaError_t>(launch_convert(to, *to_kind, from, *from_kind,
+                                                                                    count, convert_stream_))));
+        return check("cudaFreeAsync", cudaFreeAsync(from, convert_stream_));
+    }
+
+    Result<std::shared_ptr<std::byte>> staging(std::size_t length) override { return staging_->take(length, where_); }
+
+    Result<void> download(std::byte* host, const std::byte* device, std::size_t length) override {
+        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        cudaStream_t stream = streams_[next_stream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
+        RL_TRY_VOID(check("cudaMemcpyAsync", cudaMemcpyAsync(host, device, length, cudaMemcpyDeviceToHost, stream)));
+        return check("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+    }
+
+    Result<void> synchronize() override {
+        {
+            std::unique_lock lock(mutex_);
+            drained_.wait(lock, [this] { return pending_.empty() && !completing_; });
+        }
+        if (!streams_.empty()) {
+            (void)cudaSetDevice(ordinal_);
+        }
+        for (cudaStream_t stream : streams_) {
+            record(check("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
+        }
+        for (cudaStream_t stream : {convert_stream_, alloc_stream_}) {
+            if (stream != nullptr) {
+                record(check("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
+            }
+        }
+        std::lock_guard lock(mutex_);
+        if (first_error_) {
+            return *first_error_;
+        }
+        return {};
+    }
+
+private:
+    struct Pending {
+        cudaEvent_t event;
+        std::shared_ptr<const void> keep_alive;
+    };
+
+    Result<void> check(const char* call, cudaError_t status) const {
+        if (status != cudaSuccess) {
+            return cuda_error(where_, call, status);
+        }
+        return {};
+    }
+
+    void record(Result<void> result) {
+        if (!result) {
+            std::lock_guard lock(mutex_);
+            if (!first_error_) {
+                first_error_ = result.error();
+            }
+        }
+    }
+
+    Result<cudaEvent_t> take_event() {
+        {
+            std::lock_guard lock(mutex_);
+            if (!idle_events_.empty()) {
+                cudaEvent_t event = idle_events_.back();
+                idle_events_.pop_back();
+                return event;
+            }
+        }
+        // Blocking sync: the completion thread sleeps instead of spinning on a core the
+        // workers need for hashing and decryption.
+        cudaEvent_t event = nullptr;
+        RL_TRY_VOID(check("cudaEventCreateWithFlags",
+                          cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync)));
+        return event;
+    }
+
+    void give_back_event(cudaEvent_t event) {
+        std::lock_guard lock(mutex_);
+        idle_events_.push_back(event);
+    }
+
+    // The completion thread: waits for each copy in queue order, then lets its slot go.
+    void complete_copies() {
+        (void)cudaSetDevice(ordinal_);
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+            if (pending_.empty()) {
+                return; // stopping, nothing left
+            }
+            Pending pending = std::move(pending_.front());
+            pending_.pop_front();
+            completing_ = true;
+            lock.unlock();
+            cudaError_t status = cudaEventSynchronize(pending.event);
+            if (status != cudaSuccess) {
+                record(cuda_error(where_, "a host-to-device copy", status));
+            }
+            pending.keep_alive.reset(); // the slot goes back to the ring here
+            lock.lock();
+            idle_events_.push_back(pending.event);
+            completing_ = false;
+            if (pending_.empty()) {
+                drained_.notify_all();
+            }
+        }
+    }
+
+    const int ordinal_;
+    const std::string where_;
+    std::vector<cudaStream_t> streams_;
+    cudaStream_t convert_stream_ = nullptr;
+    cudaStream_t alloc_stream_ = nullptr;
+    std::atomic<std::uint32_t> next_stream_{0};
+    std::shared_ptr<StagingPool> staging_ = std::make_shared<StagingPool>();
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable drained_;
+    std::deque<Pending> pending_;          // guarded by mutex_
+    std::vector<cudaEvent_t> idle_events_; // guarded by mutex_
+    bool completing_ = false;              // guarded by mutex_
+    bool stopping_ = false;                // guarded by mutex_
+    std::optional<Error> first_error_;     // guarded by mutex_
+    std::thread completer_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<DeviceLink>> open_device_link(int ordinal) {
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+        return fail(errc::unsupported,
+                    "cuda:" + std::to_string(ordinal) + ": no usable CUDA device (" + cudaGetErrorString(status) + ")");
+    }
+    if (ordinal >= count) {
+        return fail(errc::invalid_argument, "cuda:" + std::to_string(ordinal) + ": this machine has " +
+                                                std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s"));
+    }
+    auto link = std::make_unique<CudaDeviceLink>(ordinal);
+    RL_TRY_VOID(link->start());
+    return std::unique_ptr<DeviceLink>(std::move(link));
+}
+
+} // namespace ringload::gpu

@@ -149,6 +149,9 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
         asio::co_spawn(loop, std::move(reader), asio::detached);
         ++stats.chunks;
     }
+    if (state->has_failed()) {
+        handler.abandon(); // pieces parked for predecessors that will never come hold slots
+    }
     // Every read and every deferred piece holds a slot: when all are back, all work is done.
     co_await ring.wait_all_released();
     co_await state->wait_for_work();

@@ -439,6 +439,9 @@ void LoadGraph::take_ciphertext_on_device(TensorLoad& load, std::byte* bytes, st
     auto& decryption = *load.decryption;
     {
         std::lock_guard lock(decryption.mutex);
+        if (failed_.load()) {
+            return; // abandon() may have run: hold nothing more
+        }
         if (!decryption.ready) {
             decryption.early_pieces.push_back({begin, end, bytes, chunk}); // replayed by prepare_decryption
             return;
@@ -454,18 +457,26 @@ void LoadGraph::take_ciphertext_on_device(TensorLoad& load, std::byte* bytes, st
         // A chunk that straddles slots gathers in page-locked staging and opens there.
         std::shared_ptr<std::byte> staging;
         std::vector<std::size_t> complete;
+        std::optional<Error> no_staging;
         {
             std::lock_guard lock(decryption.mutex);
             auto& staged = decryption.staged[i];
             if (!staged) {
                 auto taken = options_.device->staging(cipher.length_bytes);
-                if (!taken) {
-                    record_failure(tensor_error(load, taken.error()));
-                    return false;
+                if (taken) {
+                    staged = std::move(*taken);
+                } else {
+                    no_staging = taken.error();
                 }
-                staged = std::move(*taken);
             }
-            staging = staged;
+        }
+        if (no_staging) {
+            record_failure(tensor_error(load, *no_staging)); // takes decryption.mutex
+            return false;
+        }
+        {
+            std::lock_guard lock(decryption.mutex);
+            staging = decryption.staged[i];
             std::memcpy(staging.get() + (from - cipher.offset_bytes), bytes + (from - begin), to - from);
             count_received(decryption, data_length, from, to, complete);
         }
@@ -618,11 +629,29 @@ Result<void> LoadGraph::finish() {
 }
 
 void LoadGraph::record_failure(Error error) {
-    std::lock_guard lock(failure_mutex_);
-    if (!failure_) {
-        failure_ = std::move(error);
+    {
+        std::lock_guard lock(failure_mutex_);
+        if (!failure_) {
+            failure_ = std::move(error);
+        }
     }
+    abandon();
+}
+
+void LoadGraph::abandon() noexcept {
     failed_.store(true);
+    // Device loads hold chunks in parked hash pieces and in early ciphertext pieces; a stream
+    // that will not complete must not keep its slots (the run waits for all of them).
+    for (const auto& load : loads_) {
+        if (load->sequencer) {
+            load->sequencer->abandon();
+        }
+        if (load->decryption) {
+            std::vector<TensorLoad::Decryption::EarlyPiece> dropped;
+            std::lock_guard lock(load->decryption->mutex);
+            dropped.swap(load->decryption->early_pieces);
+        }
+    }
 }
 
 Error LoadGraph::tensor_error(const TensorLoad& load, Error error) const {

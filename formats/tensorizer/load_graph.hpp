@@ -76,6 +76,7 @@ public:
     std::byte* in_place_destination(std::uint64_t offset_bytes) const override;
     static constexpr std::uint64_t in_place_min_bytes = 1 << 20;
     Result<void> finish() override;
+    void abandon() noexcept override;
     // After a successful run: the module_idx the tensor's header holds (the index has none).
     std::uint16_t module_index_of(const TensorInfo& tensor) const;
 
@@ -112,6 +113,7 @@ private:
     void submit_hash(TensorLoad& load, std::uint64_t begin, std::uint64_t end, const std::byte* data = nullptr,
                      std::shared_ptr<const void> keep_alive = {});
     void hash_piece(TensorLoad& load, std::uint64_t begin, std::uint64_t end, const std::byte* data);
+    // Records the first failure and lets go of every chunk held for later work.
     void record_failure(Error error);
     Error tensor_error(const TensorLoad& load, Error error) const;
 

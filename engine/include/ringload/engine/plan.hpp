@@ -88,6 +88,9 @@ public:
     }
     // Called once on the loop thread after every chunk was released: final checks.
     virtual Result<void> finish() = 0;
+    // The run stops early (a failure, a cancel): drop every chunk kept for later work, now and
+    // from now on, so that every slot comes back. process() may still be running.
+    virtual void abandon() noexcept {}
 };
 
 } // namespace ringload

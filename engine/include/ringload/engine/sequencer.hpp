@@ -23,6 +23,9 @@ public:
     explicit Sequencer(std::uint64_t start_offset_bytes) : next_offset_bytes_(start_offset_bytes) {}
 
     void submit(std::uint64_t offset_bytes, std::uint64_t length_bytes, std::function<void()> work);
+    // The stream will not complete (the run failed): drops parked pieces, and with them what
+    // they hold (slots), and every piece submitted from now on.
+    void abandon();
 
 private:
     struct Piece {
@@ -33,6 +36,7 @@ private:
     std::mutex mutex_;
     std::uint64_t next_offset_bytes_ = 0;
     bool running_ = false;
+    bool abandoned_ = false;
     std::map<std::uint64_t, Piece> parked_;
 };
 

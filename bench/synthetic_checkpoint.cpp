@@ -1,7 +1,7 @@
 // ringload-synth: writes a synthetic tensorizer checkpoint (CoreWeave
 // tensorizer format, data version 1, unencrypted) for benchmarks and tests.
 //
-//   ringload-synth --shape gpt2-xl|tiny [--dtype float16|float32] [--seed N] OUT
+//   ringload-synth --shape gpt2-xl|llama3-8b|tiny [--dtype float16|float32] [--seed N] OUT
 //
 // The byte layout follows shared/docs/tensorizer-format.md (sections 2-7, 10
 // and 13): a 65-byte fixed header plus u64 index_len, a 262144-byte metadata
@@ -91,15 +91,22 @@ struct TensorSpec {
     Fill fill;
 };
 
+enum class Family { Gpt2, Llama };
+
 struct ModelShape {
     int layers;
     uint32_t hidden;
     uint32_t vocab;
-    uint32_t positions;
+    uint32_t positions; // GPT-2: learned positions; Llama: none (rotary)
+    Family family = Family::Gpt2;
+    uint32_t kv_hidden = 0;    // Llama: key/value width (grouped-query attention)
+    uint32_t intermediate = 0; // Llama: MLP width
 };
 
 constexpr ModelShape kGpt2Xl{48, 1600, 50257, 1024};
 constexpr ModelShape kTiny{2, 64, 1000, 128};
+// Meta-Llama-3-8B: 8.03e9 parameters, 16 GB in float16 (the >= 8 GiB GPU benchmark's model).
+constexpr ModelShape kLlama3_8b{32, 4096, 128256, 0, Family::Llama, 1024, 14336};
 
 void add_layer_norm(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t hidden) {
     // Freshly initialised layer norms are the identity: weight 1, bias 0.
@@ -129,6 +136,28 @@ std::vector<TensorSpec> gpt2_tensors(const ModelShape& m) {
         add_linear(out, layer + ".mlp.c_proj", 4 * h, h);
     }
     add_layer_norm(out, "transformer.ln_f", h);
+    return out;
+}
+
+// HF LlamaForCausalLM state_dict order and naming (nn.Linear weights are [out, in]).
+std::vector<TensorSpec> llama_tensors(const ModelShape& m) {
+    const uint32_t h = m.hidden;
+    std::vector<TensorSpec> out;
+    out.push_back({"model.embed_tokens.weight", {m.vocab, h}, Fill::Random});
+    for (int i = 0; i < m.layers; ++i) {
+        const std::string layer = "model.layers." + std::to_string(i);
+        out.push_back({layer + ".self_attn.q_proj.weight", {h, h}, Fill::Random});
+        out.push_back({layer + ".self_attn.k_proj.weight", {m.kv_hidden, h}, Fill::Random});
+        out.push_back({layer + ".self_attn.v_proj.weight", {m.kv_hidden, h}, Fill::Random});
+        out.push_back({layer + ".self_attn.o_proj.weight", {h, h}, Fill::Random});
+        out.push_back({layer + ".mlp.gate_proj.weight", {m.intermediate, h}, Fill::Random});
+        out.push_back({layer + ".mlp.up_proj.weight", {m.intermediate, h}, Fill::Random});
+        out.push_back({layer + ".mlp.down_proj.weight", {h, m.intermediate}, Fill::Random});
+        out.push_back({layer + ".input_layernorm.weight", {h}, Fill::Ones});
+        out.push_back({layer + ".post_attention_layernorm.weight", {h}, Fill::Ones});
+    }
+    out.push_back({"model.norm.weight", {h}, Fill::Ones});
+    out.push_back({"lm_head.weight", {m.vocab, h}, Fill::Random});
     return out;
 }
 
@@ -624,7 +653,7 @@ struct Options {
 };
 
 void print_usage(std::FILE* to) {
-    std::fprintf(to, "usage: %s --shape gpt2-xl|tiny [--dtype float16|float32] [--seed N] OUT\n", kTool);
+    std::fprintf(to, "usage: %s --shape gpt2-xl|llama3-8b|tiny [--dtype float16|float32] [--seed N] OUT\n", kTool);
 }
 
 std::optional<uint64_t> parse_u64(std::string_view s) {
@@ -647,6 +676,8 @@ bool apply_option(Options& o, std::string_view key, std::string_view value) {
             o.shape = &kGpt2Xl;
         else if (value == "tiny")
             o.shape = &kTiny;
+        else if (value == "llama3-8b")
+            o.shape = &kLlama3_8b;
         else
             return usage_error("unknown shape", value);
     } else if (key == "--dtype") {
@@ -708,7 +739,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
 
 int run(const Options& o) {
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<TensorSpec> tensors = gpt2_tensors(*o.shape);
+    const std::vector<TensorSpec> tensors =
+        o.shape->family == Family::Llama ? llama_tensors(*o.shape) : gpt2_tensors(*o.shape);
     Plan plan;
     write_checkpoint(o.out, tensors, o.dtype, o.seed, plan);
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;

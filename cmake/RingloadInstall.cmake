@@ -9,6 +9,7 @@ install(TARGETS ringload ringload_cli EXPORT ringloadTargets
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES
     bindings/cpp/include/ringload/crypto_params.hpp
+    bindings/cpp/include/ringload/device.hpp
     bindings/cpp/include/ringload/ringload.hpp
     bindings/cpp/include/ringload/serializer.hpp
     engine/include/ringload/dtype.hpp

@@ -116,7 +116,8 @@ for case in bad["cases"]:
           out.stderr)
 
 for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
-                     (["load", large, "--device", "cuda:0"], "cuda"),
+                     (["load", large, "--device", "gpu0"], "not one of cpu, cuda or cuda:N"),
+                     (["load", large, "--dtype", "int8"], "--dtype int8"),
                      (["load", large, "--filter", "("], "regular expression"),
                      (["load", "http://127.0.0.1:1/x.tensors"], "http"),
                      (["load", large, "--slot-size", "1000"], "4096"),
@@ -126,6 +127,16 @@ for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
                      (["load", large, "--passphrase-file", os.devnull], "empty")]:
     out = run(*args)
     check(f"error {args}", out.returncode != 0 and needle in out.stderr and out.stderr.count("\n") == 1, out.stderr)
+
+# --device cuda: on a machine with a GPU the device bytes (copied back) equal the CPU load's;
+# without one, one line that names the device and says why.
+cpu_rows = json.loads(run("load", large, "--json", "--sha256").stdout)["tensors"]
+out = run("load", large, "--device", "cuda:0", "--json", "--sha256", "--verify")
+if out.returncode == 0:
+    check("cuda:0 load equals the cpu load", json.loads(out.stdout)["tensors"] == cpu_rows)
+else:
+    check("cuda:0 without a GPU says why", out.stderr.count("\n") == 1 and "cuda:0" in out.stderr and
+          ("no usable CUDA device" in out.stderr or "built without CUDA" in out.stderr), out.stderr)
 
 # A secret never shows up in what the command prints.
 enc = os.path.join(DATA, "encrypted_passphrase_v3.tensors")

@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,8 +21,12 @@
 
 namespace ringload::testing {
 
+// tests/data as configured, or RINGLOAD_TEST_DATA_DIR from the environment (a build carried
+// to another machine, e.g. a GPU one, where the source tree lies elsewhere).
 inline std::filesystem::path data_dir() {
-    return RINGLOAD_TEST_DATA_DIR;
+    const char* moved = std::getenv("RINGLOAD_TEST_DATA_DIR");
+    return moved != nullptr && *moved != '\0' ? std::filesystem::path(moved)
+                                              : std::filesystem::path(RINGLOAD_TEST_DATA_DIR);
 }
 inline std::filesystem::path tensorizer_dir() {
     return data_dir() / "tensorizer";

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh [BUILD_DIR]
+#
+# Every check the GPU issue needs, in one command, on a machine with an NVIDIA GPU:
+#   1. the gpu-labelled tests (every fixture to cuda:0 against its manifest, dtype kernels
+#      against the CPU path, caller destinations, writing a model from the GPU);
+#   2. the same load tests under compute-sanitizer memcheck and racecheck;
+#   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS).
+# Without BUILD_DIR it sets up (scripts/setup.sh) and builds the release preset first. A build
+# made elsewhere can be given instead (scripts/gpu_bundle.sh packs one with its libraries), with
+# RINGLOAD_TEST_DATA_DIR pointing at tests/data when the sources moved.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-}
+if [ -z "$build" ]; then
+    ./scripts/setup.sh
+    cmake --preset release > /dev/null
+    cmake --build --preset release
+    build=build/release
+fi
+export RINGLOAD_TEST_DATA_DIR=${RINGLOAD_TEST_DATA_DIR:-$PWD/tests/data}
+tests=$build/tests/gpu_tests
+nvidia-smi || { echo "gpu_check: no NVIDIA GPU answers here"; exit 1; }
+
+echo "=== 1. gpu tests"
+"$tests" --gtest_brief=1
+
+echo "=== 2. compute-sanitizer (memcheck, racecheck) on the load tests"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+filter='GpuLoad.EveryFixture*:GpuLoad.Conversion*:GpuLoad.CallerDestinations*'
+for tool in memcheck racecheck; do
+    "$sanitizer" --tool "$tool" --error-exitcode 3 "$tests" --gtest_filter="$filter" --gtest_brief=1
+done
+
+echo "=== 3. benchmarks"
+./bench/gpu_load.sh "$build" "${GPU_BENCH_FILE:-}"

@@ -1,0 +1,195 @@
+// tests/gpu/gpu_load_test.cpp
+//
+// The GPU path through the public API, on a machine with an NVIDIA GPU (label `gpu`; every
+// test skips with the reason where no device can be used, e.g. "no usable CUDA device" or
+// "built without CUDA"). Run them under compute-sanitizer with scripts/gpu_check.sh.
+//   - every fixture loads to cuda:0 with its manifest's sha256 (of the device bytes copied
+//     back), through several ring geometries, with and without verification, encrypted too;
+//   - dtype conversion on the GPU gives the CPU path's bytes (which match torch's casts);
+//   - caller-provided device destinations are filled in place, with nothing allocated;
+//   - a model that lives on the GPU is written (device-to-host through the ring) and reads
+//     back with the manifest's values, plain and encrypted;
+//   - a device that does not exist is refused with its name.
+#include "../support/decryption_support.hpp"
+#include "../support/test_support.hpp"
+#include "ringload/device.hpp"
+#include "ringload/ringload.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace ringload {
+namespace {
+
+using testing::tensorizer_dir;
+
+#define SKIP_WITHOUT_GPU()                                                                                             \
+    do {                                                                                                               \
+        auto devices = cuda_device_count();                                                                       \
+        if (!devices) {                                                                                                \
+            GTEST_SKIP() << devices.error().message();                                                                 \
+        }                                                                                                              \
+    } while (false)
+
+OpenOptions open_options_for(const nlohmann::json& manifest, ReadMode mode = ReadMode::automatic) {
+    OpenOptions options;
+    options.read_mode = mode;
+    const auto& encryption = manifest["encryption"];
+    if (!encryption.is_null()) {
+        options.decryption = testing::decryption_for(encryption, encryption["kind"]);
+    }
+    return options;
+}
+
+void expect_manifest_hashes(const LoadedModel& model, const nlohmann::json& manifest) {
+    const auto& expected = manifest["tensors"];
+    ASSERT_EQ(model.tensors.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(model.tensors[i].sha256_hex, expected[i]["sha256"].get<std::string>()) << "tensor " << i;
+    }
+}
+
+TEST(GpuLoad, EveryFixtureLoadsToTheDeviceWithItsManifestsBytes) {
+    SKIP_WITHOUT_GPU();
+    struct Geometry {
+        std::uint32_t slot_count;
+        std::size_t slot_size_bytes;
+        ReadMode mode;
+    };
+    const Geometry geometries[] = {
+        {32, 4 << 20, ReadMode::automatic}, {2, 8192, ReadMode::direct}, {3, 4096, ReadMode::buffered}};
+    for (const auto& file : testing::tensorizer_fixture_files()) {
+        const auto path = (tensorizer_dir() / file).string();
+        const auto manifest = testing::read_json(path + ".json");
+        for (const auto& geometry : geometries) {
+            auto opened = Deserializer::open(path, open_options_for(manifest, geometry.mode));
+            ASSERT_TRUE(opened) << opened.error().message();
+            for (bool verify : {false, true}) {
+                SCOPED_TRACE(file + ", " + std::to_string(geometry.slot_count) + " slots" + (verify ? ", verify" : ""));
+                LoadOptions options;
+                options.device = "cuda:0";
+                options.slot_count = geometry.slot_count;
+                options.slot_size_bytes = geometry.slot_size_bytes;
+                options.verify_hashes = verify;
+                options.compute_sha256 = true;
+                auto loaded = opened->load(options);
+                ASSERT_TRUE(loaded) << loaded.error().message();
+                EXPECT_EQ(loaded->device, "cuda:0");
+                EXPECT_EQ(loaded->arena, nullptr); // no host copy of the model
+                expect_manifest_hashes(*loaded, manifest);
+            }
+        }
+    }
+}
+
+TEST(GpuLoad, ConversionOnTheGpuMatchesTheCpuPath) {
+    SKIP_WITHOUT_GPU();
+    for (const char* file : {"large_mixed_v2.tensors", "opaque_bf16_c32_v2.tensors", "meta_v4.tensors"}) {
+        const auto path = (tensorizer_dir() / file).string();
+        for (DType target : {DType::float16, DType::bfloat16, DType::float32}) {
+            SCOPED_TRACE(std::string(file) + " to " + std::string(torch_name(target)));
+            LoadOptions options;
+            options.dtype = target;
+            options.compute_sha256 = true;
+            auto cpu = Deserializer::open(path).value().load(options);
+            ASSERT_TRUE(cpu) << cpu.error().message();
+            options.device = "cuda";
+            auto gpu = Deserializer::open(path).value().load(options);
+            ASSERT_TRUE(gpu) << gpu.error().message();
+            ASSERT_EQ(cpu->tensors.size(), gpu->tensors.size());
+            for (std::size_t i = 0; i < cpu->tensors.size(); ++i) {
+                EXPECT_EQ(gpu->tensors[i].info.dtype, cpu->tensors[i].info.dtype) << i;
+                // NaN encodings may differ (CUDA's and c10's canonical bfloat16 NaN); the
+                // fixtures hold none, so the bytes must match exactly.
+                EXPECT_EQ(gpu->tensors[i].sha256_hex, cpu->tensors[i].sha256_hex) << "tensor " << i;
+            }
+        }
+    }
+}
+
+TEST(GpuLoad, CallerDestinationsAreFilledInPlace) {
+    SKIP_WITHOUT_GPU();
+    const auto path = (tensorizer_dir() / "large_mixed_v2.tensors").string();
+    const auto manifest = testing::read_json(path + ".json");
+    auto opened = Deserializer::open(path).value();
+    std::vector<std::shared_ptr<std::byte>> mine;
+    std::vector<std::byte*> given;
+    LoadOptions options;
+    options.device = "cuda:0";
+    options.compute_sha256 = true;
+    options.destination = [&](const TensorInfo& info) {
+        mine.push_back(allocate_device_memory(0, info.byte_length).value());
+        given.push_back(mine.back().get());
+        return mine.back().get();
+    };
+    auto loaded = opened.load(options);
+    ASSERT_TRUE(loaded) << loaded.error().message();
+    EXPECT_EQ(loaded->device_memory, nullptr); // nothing of its own
+    ASSERT_EQ(loaded->tensors.size(), given.size());
+    for (std::size_t i = 0; i < given.size(); ++i) {
+        EXPECT_EQ(loaded->tensors[i].bytes.data(), given[i]);
+    }
+    expect_manifest_hashes(*loaded, manifest);
+}
+
+TEST(GpuLoad, AModelOnTheGpuIsWrittenAndReadsBack) {
+    SKIP_WITHOUT_GPU();
+    for (const char* file : {"large_mixed_v2.tensors", "meta_v4.tensors", "nested_structure_v1.tensors"}) {
+        SCOPED_TRACE(file);
+        const auto path = (tensorizer_dir() / file).string();
+        const auto manifest = testing::read_json(path + ".json");
+        LoadOptions to_gpu;
+        to_gpu.device = "cuda:0";
+        auto model = Deserializer::open(path).value().load(to_gpu);
+        ASSERT_TRUE(model) << model.error().message();
+        const auto tensors = tensors_to_write(*model);
+        for (bool encrypt : {false, true}) {
+            const auto out = std::filesystem::temp_directory_path() / "ringload_gpu_written.tensors";
+            WriteOptions write_options;
+            OpenOptions read_options;
+            if (encrypt) {
+                auto key = EncryptionParams::random();
+                write_options.encryption = key;
+                read_options.decryption = DecryptionParams::from_key(key.key()).value();
+            }
+            auto written = write_tensorizer(out.string(), tensors, write_options);
+            ASSERT_TRUE(written) << written.error().message();
+            LoadOptions back;
+            back.verify_hashes = true;
+            back.compute_sha256 = true;
+            auto reread = Deserializer::open(out.string(), read_options).value().load(back);
+            ASSERT_TRUE(reread) << reread.error().message();
+            expect_manifest_hashes(*reread, manifest);
+            std::filesystem::remove(out);
+        }
+    }
+}
+
+TEST(GpuLoad, ADeviceThatDoesNotExistIsRefusedByName) {
+    SKIP_WITHOUT_GPU();
+    LoadOptions options;
+    options.device = "cuda:99";
+    auto loaded = Deserializer::open((tensorizer_dir() / "basic_v1.tensors").string()).value().load(options);
+    ASSERT_FALSE(loaded);
+    EXPECT_NE(loaded.error().message().find("cuda:99"), std::string::npos) << loaded.error().message();
+}
+
+// Runs everywhere: without a usable GPU, a GPU load fails with a message that says why.
+TEST(GpuLoad, WithoutAGpuTheLoadSaysWhy) {
+    if (cuda_device_count()) {
+        GTEST_SKIP() << "a GPU is present: the failure path needs a machine without one";
+    }
+    LoadOptions options;
+    options.device = "cuda";
+    auto loaded = Deserializer::open((tensorizer_dir() / "basic_v1.tensors").string()).value().load(options);
+    ASSERT_FALSE(loaded);
+    const std::string message = loaded.error().message();
+    EXPECT_NE(message.find("cuda:0"), std::string::npos) << message;
+    EXPECT_TRUE(message.find("no usable CUDA device") != std::string::npos ||
+                message.find("built without CUDA") != std::string::npos)
+        << message;
+}
+
+} // namespace
+} // namespace ringload

@@ -229,12 +229,16 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
         destinations.push_back({planned.index, bytes, planned.dtype});
     }
     std::unique_ptr<tensorizer::LoadGraph> graph;
-    RL_TRY(stats, run(options, *ring_in_use, pool, layout, std::move(destinations), &link, graph));
+    auto stats = run(options, *ring_in_use, pool, layout, std::move(destinations), &link, graph);
+    if (!stats) {
+        (void)link.synchronize(); // conversions still queued must not outlive `memory`
+        return stats.error();
+    }
 
     LoadedModel model;
     model.device = link.name();
     model.device_memory = memory;
-    model.bytes_read = stats.bytes_read;
+    model.bytes_read = stats->bytes_read;
     model.how = source->describe() + ", to " + link.name();
     fill_tensors(model, layout, memory.get(), *graph);
     return model;

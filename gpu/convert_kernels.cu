@@ -1,7 +1,6 @@
 // gpu/convert_kernels.cu
 //
-// float64/32/16 and bfloat16 among each other, rounding to nearest even. A 16-bit target is
-// reached through float32, as torch's casts do.
+// float64/32/16 and bfloat16 among each other, rounding to nearest even, as the CPU path does.
 #include "convert_kernels.hpp"
 
 #include <cuda_bf16.h>
@@ -11,29 +10,31 @@
 namespace ringload::gpu {
 namespace {
 
-template <class T>
-__device__ double widen(T value);
-template <>
+// Values pass through float, never double, unless one side is float64: as on the CPU path
+// (engine/src/dtype_convert.cpp) and in torch's casts.
+__device__ float widen(float value) {
+    return value;
+}
 __device__ double widen(double value) {
     return value;
 }
-template <>
-__device__ double widen(float value) {
-    return value;
-}
-template <>
-__device__ double widen(__half value) {
+__device__ float widen(__half value) {
     return __half2float(value);
 }
-template <>
-__device__ double widen(__nv_bfloat16 value) {
+__device__ float widen(__nv_bfloat16 value) {
     return __bfloat162float(value);
 }
 
 template <class T>
 __device__ T narrow(double value);
+template <class T>
+__device__ T narrow(float value);
 template <>
 __device__ double narrow(double value) {
+    return value;
+}
+template <>
+__device__ double narrow(float value) {
     return value;
 }
 template <>
@@ -41,12 +42,32 @@ __device__ float narrow(double value) {
     return static_cast<float>(value);
 }
 template <>
+__device__ float narrow(float value) {
+    return value;
+}
+// NaNs get the CPU path's encodings (CUDA's own are 0x7FFF for both): a half NaN keeps its
+// sign as 0x7E00, a bfloat16 NaN is 0x7FC0.
+template <>
+__device__ __half narrow(float value) {
+    if (isnan(value)) {
+        return __ushort_as_half(static_cast<unsigned short>(signbit(value) ? 0xFE00 : 0x7E00));
+    }
+    return __float2half_rn(value);
+}
+template <>
 __device__ __half narrow(double value) {
-    return __float2half_rn(static_cast<float>(value));
+    return narrow<__half>(static_cast<float>(value));
+}
+template <>
+__device__ __nv_bfloat16 narrow(float value) {
+    if (isnan(value)) {
+        return __ushort_as_bfloat16(static_cast<unsigned short>(0x7FC0));
+    }
+    return __float2bfloat16_rn(value);
 }
 template <>
 __device__ __nv_bfloat16 narrow(double value) {
-    return __float2bfloat16_rn(static_cast<float>(value));
+    return narrow<__nv_bfloat16>(static_cast<float>(value));
 }
 
 template <class From, class To>
@@ -62,6 +83,7 @@ cudaError_t launch(void* out, const void* in, std::uint64_t count, cudaStream_t 
     constexpr unsigned threads = 256;
     const std::uint64_t wanted = (count + threads - 1) / threads;
     const unsigned blocks = static_cast<unsigned>(wanted < 65535 ? (wanted == 0 ? 1 : wanted) : 65535);
+    (void)cudaGetLastError(); // a stale error from an earlier call on this thread is not ours
     convert_kernel<From, To>
         <<<blocks, threads, 0, stream>>>(static_cast<To*>(out), static_cast<const From*>(in), count);
     return cudaGetLastError();

@@ -3,6 +3,7 @@
 
 #include "gpu/convert_kernels.hpp"
 #include "gpu/cuda_error.hpp"
+#include "gpu/device_guard.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -43,7 +44,7 @@ public:
             }
         }
     }
-    Result<std::shared_ptr<std::byte>> take(std::size_t length, const std::string& where) {
+    Result<std::shared_ptr<std::byte>> take(int ordinal, std::size_t length, const std::string& where) {
         std::byte* buffer = nullptr;
         {
             std::lock_guard lock(mutex_);
@@ -54,8 +55,12 @@ public:
             }
         }
         if (buffer == nullptr) {
+            DeviceGuard guard(ordinal); // no stray context on device 0 from a fresh worker thread
             void* memory = nullptr;
-            cudaError_t status = cudaHostAlloc(&memory, length, cudaHostAllocPortable);
+            cudaError_t status = guard.status();
+            if (status == cudaSuccess) {
+                status = cudaHostAlloc(&memory, length, cudaHostAllocPortable);
+            }
             if (status != cudaSuccess) {
                 return cuda_error(where, "cudaHostAlloc", status);
             }
@@ -87,7 +92,7 @@ public:
         if (completer_.joinable()) {
             completer_.join();
         }
-        (void)cudaSetDevice(ordinal_);
+        DeviceGuard guard(ordinal_);
         for (cudaEvent_t event : idle_events_) {
             (void)cudaEventDestroy(event);
         }
@@ -102,9 +107,11 @@ public:
     }
 
     Result<void> start() {
-        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
         // Non-blocking streams: no implicit ordering with the legacy default stream, which
-        // other code in the process (torch) may use.
+        // other code in the process (torch) may use; order_after_default_stream() orders a
+        // load after it once, at its start.
         for (int i = 0; i < upload_stream_count; ++i) {
             cudaStream_t stream = nullptr;
             RL_TRY_VOID(check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
@@ -121,16 +128,40 @@ public:
     int ordinal() const noexcept override { return ordinal_; }
     std::string name() const override { return where_; }
 
+    Result<void> order_after_default_stream() override {
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
+        cudaEvent_t event = nullptr;
+        RL_TRY_VOID(check("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&event, cudaEventDisableTiming)));
+        cudaError_t status = cudaEventRecord(event, cudaStreamLegacy);
+        for (cudaStream_t stream : streams_) {
+            if (status == cudaSuccess) {
+                status = cudaStreamWaitEvent(stream, event, 0);
+            }
+        }
+        if (status == cudaSuccess) {
+            status = cudaStreamWaitEvent(convert_stream_, event, 0);
+        }
+        (void)cudaEventDestroy(event); // released once the waits are satisfied
+        return check("cudaStreamWaitEvent", status);
+    }
+
     Result<void> upload(std::byte* device, const std::byte* host, std::size_t length,
                         std::shared_ptr<const void> keep_alive) override {
-        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
-        cudaStream_t stream = streams_[next_stream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
-        RL_TRY_VOID(check("cudaMemcpyAsync", cudaMemcpyAsync(device, host, length, cudaMemcpyHostToDevice, stream)));
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
+        // The event first: once the copy is queued, nothing may fail before it is tracked, or
+        // the slot would go back while the DMA still reads it.
         RL_TRY(event, take_event());
-        cudaError_t status = cudaEventRecord(event, stream);
+        cudaStream_t stream = streams_[next_stream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
+        cudaError_t status = cudaMemcpyAsync(device, host, length, cudaMemcpyHostToDevice, stream);
         if (status != cudaSuccess) {
-            // The copy is queued but cannot be tracked: wait for it here.
-            (void)cudaStreamSynchronize(stream);
+            give_back_event(event);
+            return cuda_error(where_, "cudaMemcpyAsync", status);
+        }
+        status = cudaEventRecord(event, stream);
+        if (status != cudaSuccess) {
+            (void)cudaStreamSynchronize(stream); // queued but untracked: wait for it here
             give_back_event(event);
             return cuda_error(where_, "cudaEventRecord", status);
         }
@@ -143,12 +174,14 @@ public:
     }
 
     Result<void> fill_zero(std::byte* device, std::size_t length) override {
-        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
         return check("cudaMemsetAsync", cudaMemsetAsync(device, 0, length, streams_.front()));
     }
 
     Result<std::byte*> allocate_scratch(std::size_t length) override {
-        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
         void* memory = nullptr;
         RL_TRY_VOID(
             check("cudaMallocAsync", cudaMallocAsync(&memory, std::max<std::size_t>(length, 1), alloc_stream_)));
@@ -158,18 +191,72 @@ public:
     }
 
     void free_scratch(std::byte* scratch) noexcept override {
-        (void)cudaSetDevice(ordinal_);
+        DeviceGuard guard(ordinal_);
+        // Uploads into it may still run (staged ones hold no slot that the run waited for).
+        for (cudaStream_t stream : streams_) {
+            (void)cudaStreamSynchronize(stream);
+        }
         (void)cudaFreeAsync(scratch, alloc_stream_);
     }
 
     Result<void> convert(std::byte* to, DType to_type, std::byte* from, DType from_type, std::uint64_t count) override {
+        auto queued = queue_conversion(to, to_type, from, from_type, count);
+        if (!queued) {
+            free_scratch(from); // the contract: `from` is freed either way
+        }
+        return queued;
+    }
+
+    Result<std::shared_ptr<std::byte>> staging(std::size_t length) override {
+        return staging_->take(ordinal_, length, where_);
+    }
+
+    Result<void> download(std::byte* host, const std::byte* device, std::size_t length) override {
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
+        cudaStream_t stream = streams_[next_stream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
+        RL_TRY_VOID(check("cudaMemcpyAsync", cudaMemcpyAsync(host, device, length, cudaMemcpyDeviceToHost, stream)));
+        return check("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+    }
+
+    Result<void> synchronize() override {
+        {
+            std::unique_lock lock(mutex_);
+            drained_.wait(lock, [this] { return pending_.empty() && !completing_; });
+        }
+        DeviceGuard guard(ordinal_);
+        for (cudaStream_t stream : streams_) {
+            record(check("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
+        }
+        for (cudaStream_t stream : {convert_stream_, alloc_stream_}) {
+            if (stream != nullptr) {
+                record(check("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
+            }
+        }
+        std::lock_guard lock(mutex_);
+        if (first_error_) {
+            Error error = std::move(*first_error_);
+            first_error_.reset(); // the next load on this link starts clean
+            return error;
+        }
+        return {};
+    }
+
+private:
+    struct Pending {
+        cudaEvent_t event;
+        std::shared_ptr<const void> keep_alive;
+    };
+
+    Result<void> queue_conversion(std::byte* to, DType to_type, std::byte* from, DType from_type, std::uint64_t count) {
         auto to_kind = float_kind(to_type);
         auto from_kind = float_kind(from_type);
         if (!to_kind || !from_kind) {
             return fail(errc::unsupported, where_ + ": cannot convert " + std::string(torch_name(from_type)) + " to " +
                                                std::string(torch_name(to_type)) + " on the GPU");
         }
-        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
         // After every upload queued so far, on every stream.
         for (cudaStream_t stream : streams_) {
             cudaEvent_t event = nullptr;
@@ -183,46 +270,12 @@ public:
         }
         RL_TRY_VOID(check("convert kernel", static_cast<cudaError_t>(launch_convert(to, *to_kind, from, *from_kind,
                                                                                     count, convert_stream_))));
-        return check("cudaFreeAsync", cudaFreeAsync(from, convert_stream_));
-    }
-
-    Result<std::shared_ptr<std::byte>> staging(std::size_t length) override { return staging_->take(length, where_); }
-
-    Result<void> download(std::byte* host, const std::byte* device, std::size_t length) override {
-        RL_TRY_VOID(check("cudaSetDevice", cudaSetDevice(ordinal_)));
-        cudaStream_t stream = streams_[next_stream_.fetch_add(1, std::memory_order_relaxed) % streams_.size()];
-        RL_TRY_VOID(check("cudaMemcpyAsync", cudaMemcpyAsync(host, device, length, cudaMemcpyDeviceToHost, stream)));
-        return check("cudaStreamSynchronize", cudaStreamSynchronize(stream));
-    }
-
-    Result<void> synchronize() override {
-        {
-            std::unique_lock lock(mutex_);
-            drained_.wait(lock, [this] { return pending_.empty() && !completing_; });
-        }
-        if (!streams_.empty()) {
-            (void)cudaSetDevice(ordinal_);
-        }
-        for (cudaStream_t stream : streams_) {
-            record(check("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
-        }
-        for (cudaStream_t stream : {convert_stream_, alloc_stream_}) {
-            if (stream != nullptr) {
-                record(check("cudaStreamSynchronize", cudaStreamSynchronize(stream)));
-            }
-        }
-        std::lock_guard lock(mutex_);
-        if (first_error_) {
-            return *first_error_;
+        cudaError_t freed = cudaFreeAsync(from, convert_stream_);
+        if (freed != cudaSuccess) {
+            record(cuda_error(where_, "cudaFreeAsync", freed)); // the conversion is queued: report it at the end
         }
         return {};
     }
-
-private:
-    struct Pending {
-        cudaEvent_t event;
-        std::shared_ptr<const void> keep_alive;
-    };
 
     Result<void> check(const char* call, cudaError_t status) const {
         if (status != cudaSuccess) {
@@ -262,7 +315,8 @@ private:
         idle_events_.push_back(event);
     }
 
-    // The completion thread: waits for each copy in queue order, then lets its slot go.
+    // The completion thread (its own, so setting the device here disturbs no one): waits for
+    // each copy in queue order, then lets its slot go.
     void complete_copies() {
         (void)cudaSetDevice(ordinal_);
         std::unique_lock lock(mutex_);

@@ -1,14 +1,18 @@
 // gpu/cuda_memory.cpp
 #include "gpu/cuda_error.hpp"
+#include "gpu/device_guard.hpp"
 #include "gpu/device_memory.hpp"
 
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
 
 namespace ringload::gpu {
 
 Result<std::shared_ptr<std::byte>> allocate_device_memory(int ordinal, std::size_t length_bytes) {
     const std::string where = "cuda:" + std::to_string(ordinal);
-    cudaError_t status = cudaSetDevice(ordinal);
+    DeviceGuard guard(ordinal); // the caller's thread keeps its own current device
+    cudaError_t status = guard.status();
     if (status != cudaSuccess) {
         return cuda_error(where, "cudaSetDevice", status);
     }
@@ -23,7 +27,7 @@ Result<std::shared_ptr<std::byte>> allocate_device_memory(int ordinal, std::size
         return error;
     }
     return std::shared_ptr<std::byte>(static_cast<std::byte*>(memory), [ordinal](std::byte* pointer) {
-        (void)cudaSetDevice(ordinal);
+        DeviceGuard on_its_device(ordinal);
         (void)cudaFree(pointer);
     });
 }

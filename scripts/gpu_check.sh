@@ -4,7 +4,7 @@
 # Every check the GPU issue needs, in one command, on a machine with an NVIDIA GPU:
 #   1. the gpu-labelled tests (every fixture to cuda:0 against its manifest, dtype kernels
 #      against the CPU path, caller destinations, writing a model from the GPU);
-#   2. the same load tests under compute-sanitizer memcheck and racecheck;
+#   2. the same load tests under compute-sanitizer memcheck, racecheck and initcheck;
 #   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS).
 # Without BUILD_DIR it sets up (scripts/setup.sh) and builds the release preset first. A build
 # made elsewhere can be given instead (scripts/gpu_bundle.sh packs one with its libraries), with
@@ -19,18 +19,20 @@ if [ -z "$build" ]; then
     build=build/release
 fi
 export RINGLOAD_TEST_DATA_DIR=${RINGLOAD_TEST_DATA_DIR:-$PWD/tests/data}
+# Released slots are overwritten: a slot given back before its DMA finished fails the tests.
+export RINGLOAD_POISON_SLOTS=1
 tests=$build/tests/gpu_tests
 nvidia-smi || { echo "gpu_check: no NVIDIA GPU answers here"; exit 1; }
 
 echo "=== 1. gpu tests"
 "$tests" --gtest_brief=1
 
-echo "=== 2. compute-sanitizer (memcheck, racecheck) on the load tests"
+echo "=== 2. compute-sanitizer (memcheck, racecheck, initcheck) on the load tests"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 filter='GpuLoad.EveryFixture*:GpuLoad.Conversion*:GpuLoad.CallerDestinations*'
-for tool in memcheck racecheck; do
+for tool in memcheck racecheck initcheck; do
     "$sanitizer" --tool "$tool" --error-exitcode 3 "$tests" --gtest_filter="$filter" --gtest_brief=1
 done
 
 echo "=== 3. benchmarks"
-./bench/gpu_load.sh "$build" "${GPU_BENCH_FILE:-}"
+RINGLOAD_POISON_SLOTS=0 ./bench/gpu_load.sh "$build" "${GPU_BENCH_FILE:-}"

@@ -7,6 +7,9 @@
 
 #include <sys/mman.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include <cerrno>
 #include <cstring>
 
@@ -171,7 +174,25 @@ Task<void> BufferRing::wait_all_released() {
     }
 }
 
+namespace {
+
+// RINGLOAD_POISON_SLOTS=1: every released slot is overwritten before it can be reused, so that
+// a sink that gave a slot back while a copy (a GPU's DMA) still read it sees wrong bytes every
+// time, not only when a read happens to win the race. For tests (scripts/gpu_check.sh).
+bool poison_released_slots() {
+    static const bool poison = [] {
+        const char* value = std::getenv("RINGLOAD_POISON_SLOTS");
+        return value != nullptr && std::string_view(value) == "1";
+    }();
+    return poison;
+}
+
+} // namespace
+
 void BufferRing::release(std::uint32_t index) noexcept {
+    if (poison_released_slots()) {
+        std::memset(memory_ + std::size_t{index} * options_.slot_size_bytes, 0xA5, options_.slot_size_bytes);
+    }
     bool wake = false;
     {
         std::lock_guard lock(mutex_);

@@ -86,6 +86,7 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         auto read = co_await source.read_some_at(window.read_offset_bytes + done, target);
         if (!read) {
             state->record_failure(read.error());
+            handler.abandon(); // pieces parked for these bytes must let their slots go
             co_return;
         }
         if (*read == 0) {
@@ -93,11 +94,13 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
                 errc::truncated, source.name() + ": the source ends at byte " +
                                      std::to_string(window.read_offset_bytes + done) + " but the data runs to byte " +
                                      std::to_string(window.useful_offset_bytes + window.useful_length_bytes)));
+            handler.abandon();
             co_return;
         }
         done += *read;
     }
     if (state->has_failed()) {
+        handler.abandon();
         co_return; // the slot goes back when `slot` dies
     }
     std::size_t lead = static_cast<std::size_t>(window.useful_offset_bytes - window.read_offset_bytes);
@@ -114,6 +117,11 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
             if (!processed) {
                 state->record_failure(processed.error());
             }
+        }
+        if (state->has_failed()) {
+            // A failure anywhere (a later read, say) strands pieces parked for this chunk's
+            // bytes or for bytes that will never come: let them go, with their slots.
+            handler.abandon();
         }
         chunk.reset(); // may release the slot (unless in-order work still holds it)
         // Last: tell the loop this worker no longer touches the handler.

@@ -20,13 +20,23 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <chrono>
+#include <cstdio>
 #include <functional>
+#include <future>
 #include <optional>
 
 namespace ringload {
 namespace {
 
 using testing::tensorizer_dir;
+
+// Every released slot is overwritten (engine/src/buffer_ring.cpp), so a slot given back before
+// its copy ran shows up as wrong bytes every time. Set before main(), before any ring exists.
+const bool slots_poisoned = ::setenv("RINGLOAD_POISON_SLOTS", "1", 1) == 0;
 
 struct DeviceRun {
     Result<void> outcome;
@@ -93,6 +103,7 @@ DeviceRun run_on_device(const std::string& path, const nlohmann::json& encryptio
 }
 
 TEST(TensorizerDeviceGraph, EveryFixtureReachesTheDeviceWithItsManifestsBytes) {
+    ASSERT_TRUE(slots_poisoned);
     for (const auto& file : testing::tensorizer_fixture_files()) {
         const auto path = (tensorizer_dir() / file).string();
         const auto manifest = testing::read_json(path + ".json");
@@ -192,6 +203,80 @@ TEST(TensorizerDeviceGraph, ATruncatedFileFailsWithoutAHang) {
         ASSERT_FALSE(run.outcome);
         EXPECT_EQ(run.outcome.error().code, errc::truncated) << run.outcome.error().message();
     }
+}
+
+// A source whose reads are slow at one offset and fail past another, after a delay: by then
+// the scheduler has issued every window, later pieces are parked behind the slow one, and only
+// an abandon() at the failure lets their slots go (found in review: this hung).
+class SlowThenFailingSource final : public Source {
+public:
+    SlowThenFailingSource(Source& inner, std::uint64_t slow_after, std::uint64_t slow_before, std::uint64_t fail_from)
+        : inner_(inner), slow_after_(slow_after), slow_before_(slow_before), fail_from_(fail_from) {}
+    const std::string& name() const override { return inner_.name(); }
+    std::uint64_t size_bytes() const override { return inner_.size_bytes(); }
+    std::size_t alignment_bytes() const override { return inner_.alignment_bytes(); }
+    std::string describe() const override { return inner_.describe(); }
+    bool uses_io_uring() const override { return inner_.uses_io_uring(); }
+    Task<Result<std::size_t>> read_some_at(std::uint64_t offset, ReadTarget target) override {
+        if (!slowed_ && offset > slow_after_ && offset < slow_before_) {
+            slowed_ = true;
+            boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+            timer.expires_after(std::chrono::milliseconds(300));
+            co_await timer.async_wait(use_task);
+        }
+        if (offset >= fail_from_) {
+            boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+            timer.expires_after(std::chrono::milliseconds(100));
+            co_await timer.async_wait(use_task);
+            co_return fail(errc::io_error, "injected read error");
+        }
+        co_return co_await inner_.read_some_at(offset, target);
+    }
+    Task<Result<std::size_t>> read_small_at(std::uint64_t offset, std::span<std::byte> destination) override {
+        return inner_.read_small_at(offset, destination);
+    }
+
+private:
+    Source& inner_;
+    std::uint64_t slow_after_, slow_before_, fail_from_;
+    bool slowed_ = false;
+};
+
+TEST(TensorizerDeviceGraph, AReadFailingAfterEveryWindowWasIssuedFailsWithoutAHang) {
+    const std::string path = (tensorizer_dir() / "large_mixed_v2.tensors").string();
+    boost::asio::io_context loop{1};
+    auto source = open_file_source(loop, path, {FileReadMode::buffered}).value();
+    Index index = testing::run_to_completion(loop, tensorizer::read_index(*source)).value();
+    std::vector<std::vector<std::byte>> memory(index.tensors.size());
+    std::vector<tensorizer::TensorDestination> destinations;
+    std::size_t biggest = 0;
+    for (std::size_t i = 0; i < index.tensors.size(); ++i) {
+        memory[i].resize(index.tensors[i].byte_length + 1);
+        destinations.push_back({i, memory[i].data(), std::nullopt});
+        if (index.tensors[i].data_length_bytes > index.tensors[biggest].data_length_bytes) {
+            biggest = i;
+        }
+    }
+    testing::HostDeviceLink link;
+    auto graph = tensorizer::LoadGraph::create(index, destinations, {true, nullptr, &link}, path).value();
+    constexpr std::size_t slot = 64 << 10;
+    const auto windows = static_cast<std::uint32_t>((graph->plan().total_bytes() + slot - 1) / slot) + 4;
+    const TensorInfo& big = index.tensors[biggest];
+    const std::uint64_t big_end = big.data_offset_bytes + big.data_length_bytes;
+    SlowThenFailingSource faulty(*source, big.data_offset_bytes, big_end - 3 * slot, big_end + 2 * slot);
+    auto ring = BufferRing::create(loop, {windows, slot}).value(); // every window issued at once
+    WorkerPool pool(2);
+    auto run = std::async(std::launch::async, [&] {
+        return testing::run_to_completion(loop, run_plan(faulty, *ring, pool, graph->plan(), *graph, {}));
+    });
+    if (run.wait_for(std::chrono::seconds(30)) == std::future_status::timeout) {
+        ADD_FAILURE() << "the load hung: " << ring->free_count() << " of " << ring->slot_count() << " slots back";
+        std::fflush(nullptr);
+        std::_Exit(1); // the hung run cannot be joined
+    }
+    auto outcome = run.get();
+    ASSERT_FALSE(outcome);
+    EXPECT_NE(outcome.error().message().find("injected read error"), std::string::npos) << outcome.error().message();
 }
 
 } // namespace

@@ -45,6 +45,7 @@ public:
     int ordinal() const noexcept override { return 0; }
     std::string name() const override { return "host-as-device"; }
 
+    Result<void> order_after_default_stream() override { return {}; }
     Result<void> upload(std::byte* device, const std::byte* host, std::size_t length,
                         std::shared_ptr<const void> keep_alive) override {
         uploads_.fetch_add(1);

@@ -214,6 +214,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
         links.emplace(ordinal, std::move(link));
     }
     DeviceLink& link = *links.at(ordinal);
+    RL_TRY_VOID(link.order_after_default_stream()); // the caller's pending kernels on its destinations
     if (!ring_pinned) {
         RL_TRY(pinned, gpu::pin_host_memory(ring_in_use->memory()));
         ring_pinned = std::move(pinned);

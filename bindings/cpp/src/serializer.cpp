@@ -45,6 +45,7 @@ Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<co
     if (on_device != tensors.end()) {
         RL_TRY(link, gpu::open_device_link(on_device->device));
         device = std::move(link);
+        RL_TRY_VOID(device->order_after_default_stream()); // kernels still writing the tensors
     }
     RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path, device.get()));
 

@@ -30,6 +30,10 @@ public:
     virtual int ordinal() const noexcept = 0;
     virtual std::string name() const = 0; // "cuda:0"
 
+    // Called on the caller's thread before a load's first copy: its copies and kernels wait for
+    // work already queued on the device's default stream (kernels still using memory that a
+    // caller gives as destinations).
+    virtual Result<void> order_after_default_stream() = 0;
     // Queues a host-to-device copy from page-locked `host` and returns at once. `keep_alive`
     // (the chunk whose slot holds the bytes) is dropped, on some thread, once the copy has
     // completed: that is when the slot may be reused.
@@ -39,10 +43,12 @@ public:
     virtual Result<void> fill_zero(std::byte* device, std::size_t length) = 0;
     // Device memory for raw bytes that are converted later; freed by convert().
     virtual Result<std::byte*> allocate_scratch(std::size_t length) = 0;
-    // Frees scratch that never reached convert() (a load that failed half-way).
+    // Frees scratch that never reached convert() (a load that failed half-way), once the
+    // uploads into it have finished.
     virtual void free_scratch(std::byte* scratch) noexcept = 0;
     // Once every upload queued so far has landed, converts `count` elements at `from` (scratch
-    // from allocate_scratch, freed afterwards) into `to`. float64/32/16 and bfloat16 only.
+    // from allocate_scratch, freed afterwards, also when this fails) into `to`. float64/32/16
+    // and bfloat16 only.
     virtual Result<void> convert(std::byte* to, DType to_type, std::byte* from, DType from_type,
                                  std::uint64_t count) = 0;
     // Page-locked host memory for staging (decryption of pieces that straddle slots); it goes
@@ -50,7 +56,8 @@ public:
     virtual Result<std::shared_ptr<std::byte>> staging(std::size_t length) = 0;
     // Copies device bytes to host memory and waits for them (writers, checks).
     virtual Result<void> download(std::byte* host, const std::byte* device, std::size_t length) = 0;
-    // Waits for everything queued and reports the first failure of an asynchronous copy.
+    // Waits for everything queued and reports the first failure of an asynchronous copy since
+    // the last call (a link serves many loads).
     virtual Result<void> synchronize() = 0;
 };
 

@@ -6,7 +6,7 @@
 #     tests on 127.0.0.1 only), nghttp2-client (h2load) and curl (network references).
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
 #     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
-#     as an independent reader in the tests.
+#     as an independent reader in the tests, and nanobind, which the Python binding builds with.
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.
@@ -18,7 +18,7 @@ apt_packages=(
     build-essential cmake ninja-build ccache pkg-config git clang clang-format
     liburing-dev libboost1.81-dev libssl-dev libsodium-dev libnghttp2-dev libisal-dev
     libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
-    fio python3 python3-venv python3-torch python3-numpy
+    fio python3 python3-venv python3-dev python3-torch python3-numpy python3-pytest
     nginx-light nghttp2-client curl redis-server
 )
 missing=()
@@ -37,12 +37,12 @@ fi
 # its declared requirements pull a second torch; these are exactly the ones it imports.
 python_packages=(
     tensorizer==2.11.1 redis==5.0.8 async-timeout==4.0.3 boto3==1.35.99 botocore==1.35.99
-    s3transfer==0.10.4 jmespath==1.0.1 libnacl==2.1.0
+    s3transfer==0.10.4 jmespath==1.0.1 libnacl==2.1.0 nanobind==3.1.0
 )
 if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import tensorizer, torch" 2>/dev/null; then
+if ! .venv/bin/python -c "import tensorizer, torch, nanobind" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps "${python_packages[@]}"
 fi
 if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then

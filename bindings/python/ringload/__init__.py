@@ -1,0 +1,18 @@
+"""ringload: load (and write) model weights as fast as the hardware allows.
+
+A drop-in for tensorizer's Python API (change the import):
+
+    from ringload import TensorDeserializer, TensorSerializer, EncryptionParams, DecryptionParams
+
+Tensors reach torch and numpy without copies (DLPack), on the CPU and on CUDA devices; the GIL
+is released while the engine works. Failures raise ringload.errors classes.
+"""
+from .errors import (ArgumentError, CancelledError, DecryptionError, DeviceError, FormatError,  # noqa: F401
+                     HashMismatchError, RingloadError, SourceError)
+from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
+from ._deserializer import TensorDeserializer  # noqa: F401
+from ._serializer import TensorSerializer  # noqa: F401
+
+__all__ = ["TensorDeserializer", "TensorSerializer", "EncryptionParams", "DecryptionParams", "RingloadError",
+           "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
+           "ArgumentError"]

@@ -1,0 +1,59 @@
+"""From the engine's DLPack arrays to torch tensors and numpy arrays, without copies.
+
+torch and numpy take most dtypes straight through DLPack. The ones an installed version does
+not know (bfloat16 for numpy; float8, complex32, bool in older torch) come as the raw bytes
+(a flat uint8 array over the same memory) and are viewed as the right type.
+"""
+from __future__ import annotations
+
+import math
+
+# numpy's names for the dtypes it has; the rest are opaque to numpy (tensorizer's word).
+NUMPY_DTYPES = {
+    "float64": "<f8", "float32": "<f4", "float16": "<f2", "int64": "<i8", "int32": "<i4", "int16": "<i2",
+    "int8": "i1", "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8", "bool": "?",
+    "complex64": "<c8", "complex128": "<c16",
+}
+ITEMSIZE = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+    "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1, "complex32": 4, "complex64": 8,
+    "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+}
+
+
+def torch_dtype(name: str):
+    import torch
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"this torch has no dtype {name}")
+    return dtype
+
+
+def to_torch(loaded, k: int, dtype: str, shape: tuple):
+    import torch
+    try:
+        tensor = loaded.array(k)  # a torch.Tensor over the engine's memory (DLPack underneath)
+        if tensor.dtype == torch_dtype(dtype):
+            return tensor
+    except (RuntimeError, TypeError, BufferError, ValueError):
+        pass
+    raw = loaded.array(k, raw=True)  # uint8 bytes, same memory
+    if math.prod(shape) == 0:
+        return torch.empty(shape, dtype=torch_dtype(dtype), device=raw.device)
+    return raw.view(-1).view(torch_dtype(dtype)).reshape(shape)
+
+
+def to_numpy(loaded, k: int, dtype: str, shape: tuple):
+    """(array, is_opaque): an opaque dtype comes as void items of its width ("<V2" for bfloat16)."""
+    import numpy
+    if dtype in NUMPY_DTYPES:
+        try:
+            array = loaded.numpy_array(k)
+            if array.dtype == numpy.dtype(NUMPY_DTYPES[dtype]):
+                return array, False
+        except (RuntimeError, TypeError, BufferError, ValueError):
+            pass
+    raw = loaded.numpy_array(k, raw=True)
+    numpy_dtype = NUMPY_DTYPES.get(dtype, f"V{ITEMSIZE[dtype]}")
+    return raw.view(numpy_dtype).reshape(shape), dtype not in NUMPY_DTYPES

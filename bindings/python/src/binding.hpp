@@ -1,0 +1,44 @@
+// bindings/python/src/binding.hpp
+//
+// What the binding's files share: engine failures as one C++ exception (turned into the
+// ringload.errors class for its category by errors_binding.cpp), and the registration
+// functions module.cpp calls.
+#pragma once
+
+#include "ringload/error.hpp"
+
+#include <nanobind/nanobind.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace ringload::python {
+
+namespace nb = nanobind;
+
+// An engine Error on its way to Python.
+class EngineFailure : public std::runtime_error {
+public:
+    explicit EngineFailure(Error error) : std::runtime_error(error.message()), code(error.code) {}
+    errc code;
+};
+
+// The value of a Result, or the failure thrown (after the GIL is back).
+template <class T>
+T value_or_throw(Result<T> result) {
+    if (!result) {
+        throw EngineFailure(result.error());
+    }
+    return std::move(*result);
+}
+inline void value_or_throw(Result<void> result) {
+    if (!result) {
+        throw EngineFailure(result.error());
+    }
+}
+
+void bind_errors(nb::module_& m);
+void bind_deserializer(nb::module_& m);
+void bind_serializer(nb::module_& m);
+
+} // namespace ringload::python

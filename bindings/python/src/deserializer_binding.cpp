@@ -1,0 +1,333 @@
+// bindings/python/src/deserializer_binding.cpp
+//
+// _ringload.Deserializer: open (a path or URL, with a key or passphrase and network options),
+// the index as plain Python values, and load(): the wanted tensors to "cpu" or "cuda:N",
+// optionally into caller memory (a module's parameters), with the GIL released throughout.
+// Loaded tensors come back as a Loaded object whose array(k) is a DLPack array over the
+// engine's memory (host arena or device allocation), which the array keeps alive: torch and
+// numpy take them without a copy.
+#include "binding.hpp"
+
+#include "ringload/ringload.hpp"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <mutex>
+
+namespace ringload::python {
+namespace {
+
+using dlpack_code = nb::dlpack::dtype_code;
+
+constexpr int dlpack_cpu = 1;
+constexpr int dlpack_cuda = 2;
+
+nb::dlpack::dtype dlpack_dtype(DType dtype, bool raw) {
+    if (raw) {
+        return nb::dlpack::dtype{static_cast<std::uint8_t>(dlpack_code::UInt), 8, 1};
+    }
+    const auto bits = static_cast<std::uint8_t>(itemsize(dtype) * 8);
+    auto make = [&](dlpack_code code) { return nb::dlpack::dtype{static_cast<std::uint8_t>(code), bits, 1}; };
+    switch (dtype) {
+        case DType::float64:
+        case DType::float32:
+        case DType::float16:
+            return make(dlpack_code::Float);
+        case DType::bfloat16:
+            return make(dlpack_code::Bfloat);
+        case DType::int64:
+        case DType::int32:
+        case DType::int16:
+        case DType::int8:
+            return make(dlpack_code::Int);
+        case DType::uint8:
+        case DType::uint16:
+        case DType::uint32:
+        case DType::uint64:
+            return make(dlpack_code::UInt);
+        case DType::boolean:
+            return make(dlpack_code::Bool);
+        case DType::complex32:
+        case DType::complex64:
+        case DType::complex128:
+            return make(dlpack_code::Complex);
+        case DType::float8_e4m3fn:
+            return make(dlpack_code::Float8_E4M3FN);
+        case DType::float8_e5m2:
+            return make(dlpack_code::Float8_E5M2);
+        case DType::float8_e4m3fnuz:
+            return make(dlpack_code::Float8_E4M3FNUZ);
+        case DType::float8_e5m2fnuz:
+            return make(dlpack_code::Float8_E5M2FNUZ);
+        case DType::float8_e8m0fnu:
+            return make(dlpack_code::Float8_E8M0FNU);
+    }
+    return make(dlpack_code::UInt);
+}
+
+nb::object path_object(const PathComponent& component) {
+    if (const auto* key = std::get_if<std::string>(&component)) {
+        return nb::str(key->data(), key->size());
+    }
+    return nb::int_(std::get<std::uint64_t>(component));
+}
+
+nb::dict tensor_dict(const TensorInfo& info, std::size_t index) {
+    nb::dict row;
+    row["index"] = index;
+    row["name"] = nb::bytes(info.name.data(), info.name.size());
+    nb::list path;
+    for (const auto& component : info.path) {
+        path.append(path_object(component));
+    }
+    row["path"] = path;
+    row["dtype"] = std::string(torch_name(info.dtype));
+    nb::list shape;
+    for (auto extent : info.shape) {
+        shape.append(extent);
+    }
+    row["shape"] = nb::tuple(shape);
+    row["byte_length"] = info.byte_length;
+    row["data_length"] = info.data_length_bytes;
+    row["is_meta"] = info.is_meta;
+    row["module_index"] = info.module_index;
+    row["tensor_type"] = info.tensor_type;
+    return row;
+}
+
+// One load's tensors and what owns their memory.
+struct Loaded {
+    LoadedModel model;
+    std::vector<std::size_t> order;         // index positions, as asked
+    std::vector<std::size_t> position_of_k; // k (request order) -> model.tensors position
+    double seconds() const { return model.seconds; }
+};
+
+template <class Framework>
+nb::ndarray<Framework> array_of(const std::shared_ptr<Loaded>& loaded, std::size_t k, bool raw) {
+    if (k >= loaded->position_of_k.size()) {
+        throw nb::index_error("no such loaded tensor");
+    }
+    const LoadedTensor& tensor = loaded->model.tensors[loaded->position_of_k[k]];
+    std::vector<std::size_t> shape(tensor.info.shape.begin(), tensor.info.shape.end());
+    if (raw) {
+        shape = {tensor.bytes.size()}; // the bytes, flat: for dtypes a framework cannot take
+    }
+    // The array keeps the whole load alive (one arena or allocation for all its tensors).
+    auto* keep = new std::shared_ptr<Loaded>(loaded);
+    nb::capsule owner(keep, [](void* pointer) noexcept { delete static_cast<std::shared_ptr<Loaded>*>(pointer); });
+    const bool on_gpu = loaded->model.device != "cpu";
+    int device_id = 0;
+    if (on_gpu) {
+        device_id = std::stoi(loaded->model.device.substr(5));
+    }
+    return nb::ndarray<Framework>(tensor.bytes.data(), shape.size(), shape.data(), owner, nullptr,
+                                  dlpack_dtype(tensor.info.dtype, raw), on_gpu ? dlpack_cuda : dlpack_cpu, device_id);
+}
+
+class PyDeserializer {
+public:
+    PyDeserializer(const std::string& uri, std::optional<nb::bytes> key, std::optional<std::string> passphrase,
+                   const std::string& read_mode, const NetworkOptions& network) {
+        OpenOptions options;
+        options.network = network;
+        if (read_mode == "direct") {
+            options.read_mode = ReadMode::direct;
+        } else if (read_mode == "buffered") {
+            options.read_mode = ReadMode::buffered;
+        } else if (read_mode != "auto") {
+            throw nb::value_error("read_mode must be 'auto', 'direct' or 'buffered'");
+        }
+        if (key) {
+            std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
+            options.decryption = value_or_throw(DecryptionParams::from_key(bytes));
+        } else if (passphrase) {
+            options.decryption = value_or_throw(DecryptionParams::from_passphrase(*passphrase));
+        }
+        Result<Deserializer> opened = fail(errc::invalid_argument, "not opened");
+        {
+            nb::gil_scoped_release released; // network reads, Argon2id
+            opened = Deserializer::open(uri, std::move(options));
+        }
+        inner_ = std::make_unique<Deserializer>(value_or_throw(std::move(opened)));
+    }
+
+    nb::list tensors() {
+        nb::list rows;
+        const auto& index = opened().index();
+        for (std::size_t i = 0; i < index.tensors.size(); ++i) {
+            rows.append(tensor_dict(index.tensors[i], i));
+        }
+        return rows;
+    }
+
+    std::shared_ptr<Loaded> load(const std::vector<std::size_t>& indices, const std::string& device,
+                                 std::optional<std::string> dtype, bool verify,
+                                 std::optional<std::vector<std::uintptr_t>> destinations, std::size_t slot_size,
+                                 std::uint32_t slot_count, std::size_t threads, nb::object progress) {
+        Deserializer& deserializer = opened();
+        const Index& index = deserializer.index();
+        // Tensors are told apart by record offset: unique in a file.
+        std::map<std::uint64_t, std::size_t> k_of_offset;
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+            if (indices[k] >= index.tensors.size()) {
+                throw nb::index_error("tensor index out of range");
+            }
+            k_of_offset[index.tensors[indices[k]].record_offset_bytes] = k;
+        }
+        if (destinations && destinations->size() != indices.size()) {
+            throw nb::value_error("one destination per tensor");
+        }
+        LoadOptions options;
+        options.device = device;
+        options.verify_hashes = verify;
+        options.slot_size_bytes = slot_size;
+        options.slot_count = slot_count;
+        options.worker_threads = threads;
+        if (dtype) {
+            auto parsed = dtype_from_torch_name(*dtype);
+            if (!parsed) {
+                throw nb::value_error(("unknown dtype " + *dtype).c_str());
+            }
+            options.dtype = parsed;
+        }
+        options.filter = [&](const TensorInfo& info) { return k_of_offset.contains(info.record_offset_bytes); };
+        if (destinations) {
+            options.destination = [&](const TensorInfo& info) {
+                return reinterpret_cast<std::byte*>((*destinations)[k_of_offset.at(info.record_offset_bytes)]);
+            };
+        }
+        CancelToken cancel;
+        options.cancel = &cancel;
+        std::optional<nb::python_error> callback_failure;
+        if (!progress.is_none()) {
+            options.progress = [&](const Progress& step) {
+                nb::gil_scoped_acquire acquired;
+                if (callback_failure) {
+                    return;
+                }
+                try {
+                    progress(step.bytes_done, step.bytes_total, step.tensors_done, step.tensors_total);
+                } catch (nb::python_error& error) {
+                    callback_failure.emplace(std::move(error)); // re-raised below, the load cancelled
+                    cancel.cancel();
+                }
+            };
+        }
+        auto loaded = std::make_shared<Loaded>();
+        Result<LoadedModel> model = fail(errc::invalid_argument, "not loaded");
+        {
+            std::lock_guard lock(mutex_);
+            nb::gil_scoped_release released;
+            model = deserializer.load(options);
+        }
+        if (callback_failure) {
+            throw std::move(*callback_failure);
+        }
+        loaded->model = value_or_throw(std::move(model));
+        // model.tensors are in file order; the caller asked in its own order.
+        loaded->position_of_k.resize(indices.size());
+        for (std::size_t position = 0; position < loaded->model.tensors.size(); ++position) {
+            const auto& info = loaded->model.tensors[position].info;
+            loaded->position_of_k[k_of_offset.at(info.record_offset_bytes)] = position;
+        }
+        return loaded;
+    }
+
+    const Index& index() { return opened().index(); }
+    void close() { inner_.reset(); }
+    bool closed() const { return inner_ == nullptr; }
+
+private:
+    Deserializer& opened() {
+        if (!inner_) {
+            throw nb::value_error("this deserializer is closed");
+        }
+        return *inner_;
+    }
+
+    std::unique_ptr<Deserializer> inner_;
+    std::mutex mutex_; // one load at a time: the engine's deserializer is single-threaded
+};
+
+NetworkOptions network_options(std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,
+                               const std::string& http_version, const std::string& ca_file, bool insecure,
+                               const std::string& s3_endpoint, std::size_t range_size) {
+    NetworkOptions network;
+    network.connections = connections;
+    network.streams_per_connection = streams;
+    network.timeout_seconds = timeout;
+    network.attempts = attempts;
+    network.ca_file = ca_file;
+    network.insecure = insecure;
+    network.range_size_bytes = range_size;
+    network.s3.endpoint = s3_endpoint;
+    if (http_version == "1.1") {
+        network.http_version = HttpVersion::http1_1;
+    } else if (http_version == "2") {
+        network.http_version = HttpVersion::http2;
+    } else if (!http_version.empty() && http_version != "auto") {
+        throw nb::value_error("http_version must be 'auto', '1.1' or '2'");
+    }
+    return network;
+}
+
+} // namespace
+
+void bind_deserializer(nb::module_& m) {
+    nb::class_<Loaded>(m, "Loaded", "The tensors of one load; arrays over them keep it alive")
+        .def("array", &array_of<nb::pytorch>, nb::arg("k"), nb::arg("raw") = false,
+             "Tensor k (in the order asked) as a DLPack capsule (torch.from_dlpack takes it); raw: its bytes, a "
+             "flat uint8 array")
+        .def("numpy_array", &array_of<nb::numpy>, nb::arg("k"), nb::arg("raw") = false,
+             "Tensor k as a numpy array over the same memory (host loads; raw: its bytes, flat uint8)")
+        .def(
+            "module_index",
+            [](const Loaded& loaded, std::size_t k) {
+                if (k >= loaded.position_of_k.size()) {
+                    throw nb::index_error("no such loaded tensor");
+                }
+                return loaded.model.tensors[loaded.position_of_k[k]].info.module_index;
+            },
+            nb::arg("k"), "Tensor k's module_idx, from its header (the index does not hold it)")
+        .def_prop_ro("seconds", &Loaded::seconds)
+        .def_prop_ro("bytes", [](const Loaded& loaded) { return loaded.model.bytes; })
+        .def_prop_ro("device", [](const Loaded& loaded) { return loaded.model.device; })
+        .def_prop_ro("how", [](const Loaded& loaded) { return loaded.model.how; })
+        .def("__len__", [](const Loaded& loaded) { return loaded.position_of_k.size(); });
+
+    nb::class_<PyDeserializer>(m, "Deserializer", "An opened tensorizer file or URL (the engine's Deserializer)")
+        .def(
+            "__init__",
+            [](PyDeserializer* self, const std::string& uri, std::optional<nb::bytes> key,
+               std::optional<std::string> passphrase, const std::string& read_mode, std::size_t connections,
+               std::size_t streams, double timeout, std::size_t attempts, const std::string& http_version,
+               const std::string& ca_file, bool insecure, const std::string& s3_endpoint, std::size_t range_size) {
+                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), read_mode,
+                                          network_options(connections, streams, timeout, attempts, http_version,
+                                                          ca_file, insecure, s3_endpoint, range_size));
+            },
+            nb::arg("uri"), nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
+            nb::arg("read_mode") = "auto", nb::arg("connections") = 8, nb::arg("streams") = 1,
+            nb::arg("timeout") = 30.0, nb::arg("attempts") = 6, nb::arg("http_version") = "auto",
+            nb::arg("ca_file") = "", nb::arg("insecure") = false, nb::arg("s3_endpoint") = "",
+            nb::arg("range_size") = 0)
+        .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
+        .def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
+        .def_prop_ro("encrypted", [](PyDeserializer& self) { return self.index().encrypted; })
+        .def_prop_ro("total_tensor_bytes", [](PyDeserializer& self) { return self.index().total_tensor_bytes(); })
+        .def("load", &PyDeserializer::load, nb::arg("indices"), nb::arg("device") = "cpu",
+             nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false,
+             nb::arg("destinations").none() = nb::none(), nb::arg("slot_size") = 0, nb::arg("slot_count") = 0,
+             nb::arg("threads") = 0, nb::arg("progress") = nb::none(),
+             "Loads the tensors at `indices` (GIL released); destinations: addresses on `device` to fill")
+        .def("close", &PyDeserializer::close)
+        .def_prop_ro("closed", &PyDeserializer::closed);
+}
+
+} // namespace ringload::python

@@ -1,0 +1,88 @@
+// bindings/python/src/serializer_binding.cpp
+//
+// _ringload.write_tensorizer: tensors given as (path, dtype, shape, address, byte length,
+// device, is_meta, module_index, tensor_type), written through the engine with the GIL
+// released. The Python caller keeps the tensors alive (and unchanged) during the call.
+#include "binding.hpp"
+
+#include "ringload/serializer.hpp"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace ringload::python {
+namespace {
+
+std::vector<PathComponent> path_of(const nb::list& components) {
+    std::vector<PathComponent> path;
+    for (nb::handle component : components) {
+        if (nb::isinstance<nb::str>(component)) {
+            path.emplace_back(nb::cast<std::string>(component));
+        } else if (nb::isinstance<nb::int_>(component)) {
+            path.emplace_back(nb::cast<std::uint64_t>(component));
+        } else {
+            throw nb::type_error("a tensor path holds str keys and int indexes");
+        }
+    }
+    return path;
+}
+
+nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
+               std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit) {
+    std::vector<TensorToWrite> records;
+    for (nb::handle item : tensors) {
+        auto row = nb::cast<nb::tuple>(item);
+        TensorToWrite record;
+        record.path = path_of(nb::cast<nb::list>(row[0]));
+        auto dtype = dtype_from_torch_name(nb::cast<std::string>(row[1]));
+        if (!dtype) {
+            throw nb::value_error(("cannot store dtype " + nb::cast<std::string>(row[1])).c_str());
+        }
+        record.dtype = *dtype;
+        record.shape = nb::cast<std::vector<std::uint64_t>>(row[2]);
+        auto* address = reinterpret_cast<const std::byte*>(nb::cast<std::uintptr_t>(row[3]));
+        record.bytes = {address, nb::cast<std::size_t>(row[4])};
+        record.device = nb::cast<int>(row[5]);
+        record.is_meta = nb::cast<bool>(row[6]);
+        record.module_index = nb::cast<std::uint16_t>(row[7]);
+        record.tensor_type = nb::cast<std::uint8_t>(row[8]);
+        records.push_back(std::move(record));
+    }
+    WriteOptions options;
+    if (key) {
+        std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
+        options.encryption = value_or_throw(EncryptionParams::from_key(bytes));
+    } else if (passphrase) {
+        options.encryption = value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
+    }
+    Result<WriteSummary> written = fail(errc::invalid_argument, "not written");
+    {
+        nb::gil_scoped_release released;
+        written = write_tensorizer(uri, records, options);
+    }
+    WriteSummary summary = value_or_throw(std::move(written));
+    nb::dict out;
+    out["file_bytes"] = summary.file_bytes;
+    out["tensor_bytes"] = summary.tensor_bytes;
+    out["data_version"] = summary.data_version;
+    out["seconds"] = summary.seconds;
+    out["how"] = summary.how;
+    return out;
+}
+
+} // namespace
+
+void bind_serializer(nb::module_& m) {
+    m.def("write_tensorizer", &write, nb::arg("uri"), nb::arg("tensors"), nb::arg("key").none() = nb::none(),
+          nb::arg("passphrase").none() = nb::none(), nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20,
+          "Writes a tensorizer file from (path, dtype, shape, address, nbytes, device, is_meta, module_index, "
+          "tensor_type) rows; the file appears only when complete");
+    m.def("random_key", [] {
+        auto params = EncryptionParams::random();
+        auto key = params.key();
+        return nb::bytes(key.data(), key.size());
+    });
+}
+
+} // namespace ringload::python

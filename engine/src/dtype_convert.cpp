@@ -57,38 +57,17 @@ void write_float(std::byte* out, DType to, std::uint64_t i, float value) noexcep
     }
 }
 
-// float64 goes through float32 on its way to a 16-bit type, as torch's casts do.
+// float64 on either side: through double; a 16-bit type is reached through float32, as
+// torch's casts do.
 double read_element(const std::byte* in, DType from, std::uint64_t i) noexcept {
-    switch (from) {
-        case DType::float64:
-            return load<double>(in, i);
-        case DType::float32:
-            return load<float>(in, i);
-        case DType::float16:
-            return half_bits_to_float(load<std::uint16_t>(in, i));
-        case DType::bfloat16:
-            return bfloat16_bits_to_float(load<std::uint16_t>(in, i));
-        default:
-            return 0;
-    }
+    return from == DType::float64 ? load<double>(in, i) : read_float(in, from, i);
 }
 
 void write_element(std::byte* out, DType to, std::uint64_t i, double value) noexcept {
-    switch (to) {
-        case DType::float64:
-            store<double>(out, i, value);
-            break;
-        case DType::float32:
-            store<float>(out, i, static_cast<float>(value));
-            break;
-        case DType::float16:
-            store<std::uint16_t>(out, i, float_to_half_bits(static_cast<float>(value)));
-            break;
-        case DType::bfloat16:
-            store<std::uint16_t>(out, i, float_to_bfloat16_bits(static_cast<float>(value)));
-            break;
-        default:
-            break;
+    if (to == DType::float64) {
+        store<double>(out, i, value);
+    } else {
+        write_float(out, to, i, static_cast<float>(value));
     }
 }
 

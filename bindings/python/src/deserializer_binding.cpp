@@ -282,7 +282,7 @@ NetworkOptions network_options(std::size_t connections, std::size_t streams, dou
 void bind_deserializer(nb::module_& m) {
     nb::class_<Loaded>(m, "Loaded", "The tensors of one load; arrays over them keep it alive")
         .def("array", &array_of<nb::pytorch>, nb::arg("k"), nb::arg("raw") = false,
-             "Tensor k (in the order asked) as a DLPack capsule (torch.from_dlpack takes it); raw: its bytes, a "
+             "Tensor k (in the order asked) as a torch tensor over the same memory (DLPack); raw: its bytes, a "
              "flat uint8 array")
         .def("numpy_array", &array_of<nb::numpy>, nb::arg("k"), nb::arg("raw") = false,
              "Tensor k as a numpy array over the same memory (host loads; raw: its bytes, flat uint8)")

@@ -7,7 +7,7 @@ can_drop=0
 if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
 prepare() {
     if [ $can_drop = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
-    "$warm" $((size + (512 << 20)))
+    "$warm" $((size + ${warm_extra_bytes:-$((512 << 20))}))
 }
 # json_field EXPR: evaluates EXPR over d = the JSON object on stdin.
 json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }

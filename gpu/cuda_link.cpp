@@ -3,6 +3,7 @@
 
 #include "gpu/convert_kernels.hpp"
 #include "gpu/cuda_error.hpp"
+#include "gpu/cuda_probe.hpp"
 #include "gpu/device_guard.hpp"
 
 #include <cuda_runtime_api.h>
@@ -365,12 +366,13 @@ private:
 } // namespace
 
 Result<std::unique_ptr<DeviceLink>> open_device_link(int ordinal) {
-    int count = 0;
-    cudaError_t status = cudaGetDeviceCount(&count);
-    if (status != cudaSuccess) {
-        return fail(errc::unsupported,
-                    "cuda:" + std::to_string(ordinal) + ": no usable CUDA device (" + cudaGetErrorString(status) + ")");
+    auto devices = cuda_device_count(); // one probe, one wording of "why not"
+    if (!devices) {
+        Error error = devices.error();
+        error.detail = "cuda:" + std::to_string(ordinal) + ": " + error.detail;
+        return error;
     }
+    const int count = *devices;
     if (ordinal >= count) {
         return fail(errc::invalid_argument, "cuda:" + std::to_string(ordinal) + ": this machine has " +
                                                 std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s"));

@@ -159,7 +159,7 @@ void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layo
     for (const auto& planned : layout.tensors) {
         TensorInfo info = loaded_info(index.tensors[planned.index], planned);
         info.module_index = graph.module_index_of(index.tensors[planned.index]);
-        std::byte* bytes = planned.given != nullptr ? planned.given : owned + planned.owned_offset;
+        std::byte* bytes = planned.place(owned);
         model.tensors.push_back({info, {bytes, info.byte_length}, {}});
         model.bytes += info.byte_length;
     }
@@ -182,7 +182,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
     std::vector<ConversionJob> conversions;
     std::size_t raw_offset = 0;
     for (const auto& planned : layout.tensors) {
-        std::byte* final_bytes = planned.given != nullptr ? planned.given : arena->data() + planned.owned_offset;
+        std::byte* final_bytes = planned.place(arena->data());
         const TensorInfo& stored = index.tensors[planned.index];
         if (planned.converts) {
             std::byte* raw_bytes = raw->data() + raw_offset;
@@ -226,7 +226,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
     }
     std::vector<tensorizer::TensorDestination> destinations;
     for (const auto& planned : layout.tensors) {
-        std::byte* bytes = planned.given != nullptr ? planned.given : memory.get() + planned.owned_offset;
+        std::byte* bytes = planned.place(memory.get());
         destinations.push_back({planned.index, bytes, planned.dtype});
     }
     std::unique_ptr<tensorizer::LoadGraph> graph;

@@ -19,6 +19,9 @@ struct PlannedTensor {
     bool converts = false;         // stored in another (floating) dtype
     std::byte* given = nullptr;    // the caller's destination, or null
     std::size_t owned_offset = 0;  // in the load's own block, when not given
+
+    // Where the tensor's bytes go, given the load's own block.
+    std::byte* place(std::byte* owned) const noexcept { return given != nullptr ? given : owned + owned_offset; }
 };
 
 struct LoadLayout {

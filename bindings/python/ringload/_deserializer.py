@@ -149,9 +149,7 @@ class TensorDeserializer(collections.abc.Mapping):
         if self._device != "cpu":
             raise RuntimeError("read_numpy_arrays is only valid when deserializing to the CPU")
         wanted = self._wanted(filter_func, num_tensors)
-        loaded = self._engine.load([e.index for e in wanted], device="cpu", dtype=self._dtype,
-                                   verify=self._verify(verify_hash), slot_size=self._slot_size,
-                                   slot_count=self._slot_count, threads=self._threads, progress=self._progress)
+        loaded = self._engine_load(wanted, "cpu", self._verify(verify_hash))
         for k, entry in enumerate(wanted):
             entry.module_index = loaded.module_index(k)
             dtype = self._loaded_dtype(entry)
@@ -186,7 +184,7 @@ class TensorDeserializer(collections.abc.Mapping):
         the weights), else as new ones, as tensorizer does. Returns the number loaded."""
         import torch
         modules = dict(m.named_modules())
-        wanted = [e for e in self._entries if filter_func is None or filter_func(e.name)]
+        wanted = self._wanted(filter_func, -1)
         in_place, fresh = [], []
         for entry in wanted:
             if entry.tensor_type == _TYPE_STATE_DICT:
@@ -214,9 +212,7 @@ class TensorDeserializer(collections.abc.Mapping):
             by_device.setdefault(_device_text(current.device), []).append((entry, current))
         for device, pairs in by_device.items():
             with torch.no_grad():
-                self._engine.load([e.index for e, _ in pairs], device=device, dtype=self._dtype, verify=verify,
-                                  destinations=[t.data_ptr() for _, t in pairs], slot_size=self._slot_size,
-                                  slot_count=self._slot_count, threads=self._threads, progress=self._progress)
+                self._engine_load([e for e, _ in pairs], device, verify, [t.data_ptr() for _, t in pairs])
         if fresh:
             self._load([e for e, _, _ in fresh if e.index not in self._cache], verify)
             for entry, module, attr in fresh:
@@ -250,6 +246,12 @@ class TensorDeserializer(collections.abc.Mapping):
     def _verify(self, verify_hash: Optional[bool]) -> bool:
         return self._verify_hash if verify_hash is None else bool(verify_hash)
 
+    def _engine_load(self, entries, device: str, verify: bool, destinations=None):
+        """One engine load of `entries` with this deserializer's dtype, ring and progress."""
+        return self._engine.load([e.index for e in entries], device=device, dtype=self._dtype, verify=verify,
+                                 destinations=destinations, slot_size=self._slot_size, slot_count=self._slot_count,
+                                 threads=self._threads, progress=self._progress)
+
     def _wanted(self, filter_func, num_tensors):
         wanted = [e for e in self._entries if filter_func is None or filter_func(e.name)]
         return wanted if num_tensors < 0 else wanted[:num_tensors]
@@ -270,9 +272,7 @@ class TensorDeserializer(collections.abc.Mapping):
                 self._cache[entry.index] = torch.empty(entry.shape, dtype=torch_dtype(self._loaded_dtype(entry)),
                                                        device="meta")
             return
-        loaded = self._engine.load([e.index for e in entries], device=self._device, dtype=self._dtype,
-                                   verify=verify, slot_size=self._slot_size, slot_count=self._slot_count,
-                                   threads=self._threads, progress=self._progress)
+        loaded = self._engine_load(entries, self._device, verify)
         self._bytes_read += loaded.bytes
         for k, entry in enumerate(entries):
             entry.module_index = loaded.module_index(k)

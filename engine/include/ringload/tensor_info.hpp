@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -36,18 +38,39 @@ struct TensorInfo {
     std::uint16_t module_index = 0;
     std::uint8_t tensor_type = 0;
 
+    // Formats whose tensors are views of shared storages (torch zip). The tensor reads elements
+    // storage_offset + sum(i_k * strides[k]) of Index::storages[*storage_index]; tensors that
+    // name the same storage share its memory after a load. data_offset_bytes and
+    // data_length_bytes then give the storage bytes the view spans (for planning and filters).
+    // Without a storage (tensorizer, safetensors) the data is C-contiguous at data_offset_bytes.
+    std::optional<std::uint32_t> storage_index;
+    std::uint64_t storage_offset = 0;   // elements of the tensor's dtype
+    std::vector<std::uint64_t> strides; // elements, one per dimension (torch never writes negative ones)
+
     std::uint64_t numel() const noexcept;
     // "a.b" for a plain name, "model.layer.0.weight" for a path: for messages and filters.
     std::string display_name() const;
 };
 
+// A block of source bytes that tensors view (torch zip: one storage record, data/<key>).
+struct StorageInfo {
+    std::string key;                     // torch: the record's key ("0", "1", ...)
+    DType dtype = DType::uint8;          // the element type it was saved with (sets byte swapping)
+    std::uint64_t data_offset_bytes = 0; // in the source
+    std::uint64_t byte_length = 0;
+};
+
 struct Index {
-    std::string format; // "tensorizer"
+    std::string format; // "tensorizer", "safetensors" or "torch"
     std::uint32_t data_version = 0;
     std::uint64_t feature_flags = 0;
     bool encrypted = false;
     std::uint64_t source_size_bytes = 0;
     std::vector<TensorInfo> tensors; // in file order
+    std::vector<StorageInfo> storages; // torch zip; empty for the other formats
+    bool big_endian = false;           // torch zip saved with byteorder 'big': storages swap on load
+    // safetensors' __metadata__ (string to string), in the file's order.
+    std::vector<std::pair<std::string, std::string>> metadata;
 
     std::uint64_t total_tensor_bytes() const noexcept;
 };

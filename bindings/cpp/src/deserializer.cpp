@@ -1,6 +1,7 @@
 // bindings/cpp/src/deserializer.cpp
 #include "ringload/ringload.hpp"
 
+#include "format_detect.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
 #include "formats/tensorizer/reader.hpp"
@@ -8,6 +9,7 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/device_name.hpp"
 #include "load_layout.hpp"
+#include "ringload/engine/copy_graph.hpp"
 #include "ringload/engine/dtype_convert.hpp"
 #include "ringload/engine/executor.hpp"
 #include "ringload/engine/hashes.hpp"
@@ -78,6 +80,13 @@ FileReadMode file_read_mode(ReadMode mode) {
 
 } // namespace
 
+// A load's stage graph: the tensorizer one, or the plain copy of the other formats.
+struct FormatGraph {
+    std::unique_ptr<ChunkHandler> handler;
+    const Plan* plan = nullptr;
+    const tensorizer::LoadGraph* tensorizer = nullptr; // module_idx comes from its headers
+};
+
 struct Deserializer::Impl {
     std::string uri;
     asio::io_context loop{1};
@@ -94,15 +103,17 @@ struct Deserializer::Impl {
         ring.reset(); // before the loop (and its io_uring) goes
     }
 
+    // Runs the format's graph; `graph` keeps it for what the caller asks of it afterwards.
     Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                          const LoadLayout& layout, std::vector<tensorizer::TensorDestination> destinations,
-                         DeviceLink* device, std::unique_ptr<tensorizer::LoadGraph>& graph);
+                         DeviceLink* device, FormatGraph& graph);
+    Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<tensorizer::TensorDestination> destinations,
+                                   DeviceLink* device, const std::string& name);
     Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
     Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                        int ordinal);
     // The model's tensors, each at its place (given or in `owned`).
-    void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned,
-                      const tensorizer::LoadGraph& graph) const;
+    void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned, const FormatGraph& graph) const;
 
     // The ring a load with these options uses: the existing one when it fits.
     Result<BufferRing*> ring_for(const LoadOptions& options) {
@@ -138,27 +149,58 @@ std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
     return tensors;
 }
 
+Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
+                                                   std::vector<tensorizer::TensorDestination> destinations,
+                                                   DeviceLink* device, const std::string& name) {
+    if (index.format == "tensorizer") {
+        RL_TRY(graph, tensorizer::LoadGraph::create(index, std::move(destinations),
+                                                    {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
+        FormatGraph made{nullptr, &graph->plan(), graph.get()};
+        made.handler = std::move(graph);
+        return made;
+    }
+    if (options.verify_hashes) {
+        return fail(errc::unsupported, name + ": " + index.format + " files store no checksums to verify");
+    }
+    std::vector<CopySpan> spans;
+    spans.reserve(destinations.size());
+    for (const auto& destination : destinations) {
+        const TensorInfo& tensor = index.tensors[destination.tensor_index];
+        std::optional<DType> convert_to;
+        if (destination.dtype && *destination.dtype != tensor.dtype) {
+            convert_to = destination.dtype;
+        }
+        spans.push_back({tensor.data_offset_bytes, tensor.data_length_bytes, destination.data,
+                         "tensor '" + tensor.display_name() + "'", tensor.dtype, false, convert_to});
+    }
+    RL_TRY(graph, CopyGraph::create(std::move(spans), device, name));
+    FormatGraph made{nullptr, &graph->plan(), nullptr};
+    made.handler = std::move(graph);
+    return made;
+}
+
 Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                                          const LoadLayout& layout,
                                          std::vector<tensorizer::TensorDestination> destinations, DeviceLink* device,
-                                         std::unique_ptr<tensorizer::LoadGraph>& graph) {
+                                         FormatGraph& graph) {
     // A remote source's name is its URI without a password (redis://user:***@host/...).
     const std::string& name = is_remote_uri(uri) ? source->name() : uri;
-    RL_TRY(created, tensorizer::LoadGraph::create(index, std::move(destinations),
-                                                  {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
+    RL_TRY(created, make_graph(options, std::move(destinations), device, name));
     graph = std::move(created);
     RunControls controls;
     controls.cancel = options.cancel;
     controls.progress = options.progress;
     controls.progress_tensors_total = layout.tensors.size();
-    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, graph->plan(), *graph, controls));
+    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, *graph.plan, *graph.handler, controls));
 }
 
 void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned,
-                                      const tensorizer::LoadGraph& graph) const {
+                                      const FormatGraph& graph) const {
     for (const auto& planned : layout.tensors) {
         TensorInfo info = loaded_info(index.tensors[planned.index], planned);
-        info.module_index = graph.module_index_of(index.tensors[planned.index]);
+        if (graph.tensorizer != nullptr) {
+            info.module_index = graph.tensorizer->module_index_of(index.tensors[planned.index]);
+        }
         std::byte* bytes = planned.place(owned);
         model.tensors.push_back({info, {bytes, info.byte_length}, {}});
         model.bytes += info.byte_length;
@@ -193,7 +235,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
             destinations.push_back({planned.index, final_bytes, std::nullopt});
         }
     }
-    std::unique_ptr<tensorizer::LoadGraph> graph;
+    FormatGraph graph;
     RL_TRY(stats, run(options, *ring_in_use, pool, layout, std::move(destinations), nullptr, graph));
     arena->join_prefault();
     pool.parallel_for(conversions.size(), [&](std::size_t k) { conversions[k].run(); });
@@ -202,7 +244,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
     model.arena = arena;
     model.bytes_read = stats.bytes_read;
     model.how = source->describe();
-    fill_tensors(model, layout, arena->data(), *graph);
+    fill_tensors(model, layout, arena->data(), graph);
     return model;
 }
 
@@ -229,7 +271,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
         std::byte* bytes = planned.place(memory.get());
         destinations.push_back({planned.index, bytes, planned.dtype});
     }
-    std::unique_ptr<tensorizer::LoadGraph> graph;
+    FormatGraph graph;
     auto stats = run(options, *ring_in_use, pool, layout, std::move(destinations), &link, graph);
     if (!stats) {
         (void)link.synchronize(); // conversions still queued must not outlive `memory`
@@ -241,7 +283,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
     model.device_memory = memory;
     model.bytes_read = stats->bytes_read;
     model.how = source->describe() + ", to " + link.name();
-    fill_tensors(model, layout, memory.get(), *graph);
+    fill_tensors(model, layout, memory.get(), graph);
     return model;
 }
 
@@ -268,8 +310,12 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
         RL_TRY(source, open_file_source(impl->loop, path, {file_read_mode(options.read_mode)}));
         impl->source = std::move(source);
     }
-    RL_TRY(index, run_on_loop(impl->loop, tensorizer::read_index(*impl->source)));
+    RL_TRY(index, run_on_loop(impl->loop, read_any_index(*impl->source)));
     impl->index = std::move(index);
+    if (options.decryption && impl->index.format != "tensorizer") {
+        return fail(errc::not_encrypted_key_given, impl->uri + ": a key or passphrase was given but " +
+                                                       impl->index.format + " files are never encrypted");
+    }
     if (options.decryption) {
         const SecretMaterial& secret = options.decryption->secret();
         impl->keys.emplace(secret.key ? tensorizer::KeyResolver::with_key(*secret.key)

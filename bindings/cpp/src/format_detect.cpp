@@ -1,0 +1,36 @@
+// bindings/cpp/src/format_detect.cpp
+#include "format_detect.hpp"
+
+#include "formats/safetensors/reader.hpp"
+#include "formats/tensorizer/reader.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace ringload {
+
+Task<Result<Index>> read_any_index(Source& source) {
+    std::array<std::byte, 16> head{};
+    const auto head_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(source.size_bytes(), head.size()));
+    auto head_span = std::span<std::byte>(head).first(head_bytes);
+    auto head_read = co_await read_exactly_at(source, 0, head_span);
+    if (!head_read) {
+        co_return with_context(head_read.error(), source.name());
+    }
+    // A file cut inside its first bytes: the tensorizer reader names what is missing.
+    const bool tensorizer_prefix = head_bytes < 5 && std::memcmp(head.data(), "|TZR|", head_bytes) == 0;
+    if (tensorizer::has_tensorizer_magic(head_span) || tensorizer_prefix) {
+        auto reading = tensorizer::read_index(source);
+        co_return co_await std::move(reading);
+    }
+    if (safetensors::has_safetensors_shape(head_span, source.size_bytes())) {
+        auto reading = safetensors::read_index(source);
+        co_return co_await std::move(reading);
+    }
+    co_return fail(errc::not_tensorizer, source.name() +
+                                             ": not a tensorizer, safetensors or torch zip file (unrecognised first "
+                                             "bytes)");
+}
+
+} // namespace ringload

@@ -140,9 +140,9 @@ GlobalLookup look_up_global(std::string_view module_spelled, std::string_view na
     }
     // torch dtypes without a DType here: sub-byte, bits, float4, quantized (§7.5).
     static constexpr std::array<std::string_view, 24> other_dtypes = {
-        "int1",  "int2",  "int3",   "int4",     "int5",     "int6",    "int7",    "uint1",
-        "uint2", "uint3", "uint4",  "uint5",    "uint6",    "uint7",   "bits8",   "bits16",
-        "bits1x8", "bits2x4", "bits4x2", "float4_e2m1fn_x2", "qint8", "qint32", "quint8", "quint4x2"};
+        "int1",  "int2",   "int3",   "int4",    "int5",  "int6",   "int7",    "uint1",   "uint2",   "uint3",
+        "uint4", "uint5",  "uint6",  "uint7",   "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2", "float4_e2m1fn_x2",
+        "qint8", "qint32", "quint8", "quint4x2"};
     if (module == "torch") {
         for (const auto other : other_dtypes) {
             if (name == other || name == "quint2x4") {

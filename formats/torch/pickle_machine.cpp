@@ -19,93 +19,175 @@ std::string hex_byte(std::uint8_t value) {
 // Opcode names for messages, including the ones refused.
 std::string opcode_name(std::uint8_t op) {
     switch (op) {
-        case 0x80: return "PROTO";
-        case '.': return "STOP";
-        case '(': return "MARK";
-        case '}': return "EMPTY_DICT";
-        case ']': return "EMPTY_LIST";
-        case ')': return "EMPTY_TUPLE";
-        case 0x8f: return "EMPTY_SET";
-        case 't': return "TUPLE";
-        case 0x85: return "TUPLE1";
-        case 0x86: return "TUPLE2";
-        case 0x87: return "TUPLE3";
-        case 'N': return "NONE";
-        case 0x88: return "NEWTRUE";
-        case 0x89: return "NEWFALSE";
-        case 'K': return "BININT1";
-        case 'M': return "BININT2";
-        case 'J': return "BININT";
-        case 0x8a: return "LONG1";
-        case 0x8b: return "LONG4";
-        case 'G': return "BINFLOAT";
-        case 'X': return "BINUNICODE";
-        case 'U': return "SHORT_BINSTRING";
-        case 'q': return "BINPUT";
-        case 'r': return "LONG_BINPUT";
-        case 'h': return "BINGET";
-        case 'j': return "LONG_BINGET";
-        case 's': return "SETITEM";
-        case 'u': return "SETITEMS";
-        case 'a': return "APPEND";
-        case 'e': return "APPENDS";
-        case 'c': return "GLOBAL";
-        case 'R': return "REDUCE";
-        case 'b': return "BUILD";
-        case 0x81: return "NEWOBJ";
-        case 0x92: return "NEWOBJ_EX";
-        case 'Q': return "BINPERSID";
-        case 'P': return "PERSID";
-        case 0x93: return "STACK_GLOBAL";
-        case 'i': return "INST";
-        case 'o': return "OBJ";
-        case 0x82: return "EXT1";
-        case 0x83: return "EXT2";
-        case 0x84: return "EXT4";
-        case 0x95: return "FRAME";
-        case 0x94: return "MEMOIZE";
-        case 'B': return "BINBYTES";
-        case 'C': return "SHORT_BINBYTES";
-        case 0x8e: return "BINBYTES8";
-        case 0x8d: return "BINUNICODE8";
-        case 0x8c: return "SHORT_BINUNICODE";
-        case 0x96: return "BYTEARRAY8";
-        case 0x97: return "NEXT_BUFFER";
-        case 0x98: return "READONLY_BUFFER";
-        case 'T': return "BINSTRING";
-        case 'S': return "STRING";
-        case 'V': return "UNICODE";
-        case 'I': return "INT";
-        case 'L': return "LONG";
-        case 'F': return "FLOAT";
-        case 'g': return "GET";
-        case 'p': return "PUT";
-        case '0': return "POP";
-        case '1': return "POP_MARK";
-        case '2': return "DUP";
-        case 'l': return "LIST";
-        case 'd': return "DICT";
-        case 0x90: return "ADDITEMS";
-        case 0x91: return "FROZENSET";
-        default: return "unknown opcode";
+        case 0x80:
+            return "PROTO";
+        case '.':
+            return "STOP";
+        case '(':
+            return "MARK";
+        case '}':
+            return "EMPTY_DICT";
+        case ']':
+            return "EMPTY_LIST";
+        case ')':
+            return "EMPTY_TUPLE";
+        case 0x8f:
+            return "EMPTY_SET";
+        case 't':
+            return "TUPLE";
+        case 0x85:
+            return "TUPLE1";
+        case 0x86:
+            return "TUPLE2";
+        case 0x87:
+            return "TUPLE3";
+        case 'N':
+            return "NONE";
+        case 0x88:
+            return "NEWTRUE";
+        case 0x89:
+            return "NEWFALSE";
+        case 'K':
+            return "BININT1";
+        case 'M':
+            return "BININT2";
+        case 'J':
+            return "BININT";
+        case 0x8a:
+            return "LONG1";
+        case 0x8b:
+            return "LONG4";
+        case 'G':
+            return "BINFLOAT";
+        case 'X':
+            return "BINUNICODE";
+        case 'U':
+            return "SHORT_BINSTRING";
+        case 'q':
+            return "BINPUT";
+        case 'r':
+            return "LONG_BINPUT";
+        case 'h':
+            return "BINGET";
+        case 'j':
+            return "LONG_BINGET";
+        case 's':
+            return "SETITEM";
+        case 'u':
+            return "SETITEMS";
+        case 'a':
+            return "APPEND";
+        case 'e':
+            return "APPENDS";
+        case 'c':
+            return "GLOBAL";
+        case 'R':
+            return "REDUCE";
+        case 'b':
+            return "BUILD";
+        case 0x81:
+            return "NEWOBJ";
+        case 0x92:
+            return "NEWOBJ_EX";
+        case 'Q':
+            return "BINPERSID";
+        case 'P':
+            return "PERSID";
+        case 0x93:
+            return "STACK_GLOBAL";
+        case 'i':
+            return "INST";
+        case 'o':
+            return "OBJ";
+        case 0x82:
+            return "EXT1";
+        case 0x83:
+            return "EXT2";
+        case 0x84:
+            return "EXT4";
+        case 0x95:
+            return "FRAME";
+        case 0x94:
+            return "MEMOIZE";
+        case 'B':
+            return "BINBYTES";
+        case 'C':
+            return "SHORT_BINBYTES";
+        case 0x8e:
+            return "BINBYTES8";
+        case 0x8d:
+            return "BINUNICODE8";
+        case 0x8c:
+            return "SHORT_BINUNICODE";
+        case 0x96:
+            return "BYTEARRAY8";
+        case 0x97:
+            return "NEXT_BUFFER";
+        case 0x98:
+            return "READONLY_BUFFER";
+        case 'T':
+            return "BINSTRING";
+        case 'S':
+            return "STRING";
+        case 'V':
+            return "UNICODE";
+        case 'I':
+            return "INT";
+        case 'L':
+            return "LONG";
+        case 'F':
+            return "FLOAT";
+        case 'g':
+            return "GET";
+        case 'p':
+            return "PUT";
+        case '0':
+            return "POP";
+        case '1':
+            return "POP_MARK";
+        case '2':
+            return "DUP";
+        case 'l':
+            return "LIST";
+        case 'd':
+            return "DICT";
+        case 0x90:
+            return "ADDITEMS";
+        case 0x91:
+            return "FROZENSET";
+        default:
+            return "unknown opcode";
     }
 }
 
 std::string_view kind_name(ValueKind kind) {
     switch (kind) {
-        case ValueKind::none: return "None";
-        case ValueKind::boolean: return "bool";
-        case ValueKind::integer: return "int";
-        case ValueKind::floating: return "float";
-        case ValueKind::string: return "str";
-        case ValueKind::bytes: return "bytes";
-        case ValueKind::tuple: return "tuple";
-        case ValueKind::list: return "list";
-        case ValueKind::dict: return "dict";
-        case ValueKind::set: return "set";
-        case ValueKind::global: return "global";
-        case ValueKind::storage: return "storage";
-        case ValueKind::tensor: return "tensor";
+        case ValueKind::none:
+            return "None";
+        case ValueKind::boolean:
+            return "bool";
+        case ValueKind::integer:
+            return "int";
+        case ValueKind::floating:
+            return "float";
+        case ValueKind::string:
+            return "str";
+        case ValueKind::bytes:
+            return "bytes";
+        case ValueKind::tuple:
+            return "tuple";
+        case ValueKind::list:
+            return "list";
+        case ValueKind::dict:
+            return "dict";
+        case ValueKind::set:
+            return "set";
+        case ValueKind::global:
+            return "global";
+        case ValueKind::storage:
+            return "storage";
+        case ValueKind::tensor:
+            return "tensor";
     }
     return "value";
 }
@@ -123,8 +205,8 @@ public:
         }
         while (true) {
             if (pos_ >= in_.size()) {
-                return fail(errc::truncated,
-                            "torch zip: data.pkl: the pickle ends at byte " + std::to_string(in_.size()) + " without STOP");
+                return fail(errc::truncated, "torch zip: data.pkl: the pickle ends at byte " +
+                                                 std::to_string(in_.size()) + " without STOP");
             }
             op_pos_ = pos_;
             op_ = static_cast<std::uint8_t>(in_[pos_++]);
@@ -260,10 +342,14 @@ Result<void> Machine::step() {
             }
             marks_.push_back(stack_.size());
             return {};
-        case '}': return push(make(ValueKind::dict));
-        case ']': return push(make(ValueKind::list));
-        case ')': return push(make(ValueKind::tuple));
-        case 0x8f: return push(make(ValueKind::set));
+        case '}':
+            return push(make(ValueKind::dict));
+        case ']':
+            return push(make(ValueKind::list));
+        case ')':
+            return push(make(ValueKind::tuple));
+        case 0x8f:
+            return push(make(ValueKind::set));
         case 't': {
             RL_TRY(items, pop_to_mark());
             return push_tuple(std::move(items));
@@ -279,7 +365,8 @@ Result<void> Machine::step() {
             }
             return push_tuple(std::move(items));
         }
-        case 'N': return push(make(ValueKind::none));
+        case 'N':
+            return push(make(ValueKind::none));
         case 0x88:
         case 0x89: {
             Value* value = make(ValueKind::boolean);
@@ -372,8 +459,10 @@ Result<void> Machine::step() {
             list->items.insert(list->items.end(), items.begin(), items.end());
             return {};
         }
-        case 'c': return global();
-        case 'R': return reduce();
+        case 'c':
+            return global();
+        case 'R':
+            return reduce();
         case 'b': {
             RL_TRY(state, pop());
             RL_TRY(target, top());
@@ -387,7 +476,8 @@ Result<void> Machine::step() {
             }
             return {};
         }
-        case 'Q': return persistent_load();
+        case 'Q':
+            return persistent_load();
         case 'i': {
             // INST imports module.name and calls it: refuse, naming what it would import.
             RL_TRY(module, take_line());
@@ -592,7 +682,8 @@ Result<void> Machine::reduce() {
             return push(parameter);
         }
         case GlobalKind::storage_type:
-        case GlobalKind::dtype: break;
+        case GlobalKind::dtype:
+            break;
     }
     return error("'" + name + "' is not callable here");
 }
@@ -668,9 +759,10 @@ Result<void> Machine::persistent_load() {
     RL_TRY(pid, pop());
     if (pid->kind != ValueKind::tuple || pid->items.empty() || pid->items[0]->kind != ValueKind::string ||
         pid->items[0]->text != "storage") {
-        std::string tag = pid->kind == ValueKind::tuple && !pid->items.empty() && pid->items[0]->kind == ValueKind::string
-                              ? "('" + pid->items[0]->text + "', ...)"
-                              : "a " + std::string(kind_name(pid->kind));
+        std::string tag =
+            pid->kind == ValueKind::tuple && !pid->items.empty() && pid->items[0]->kind == ValueKind::string
+                ? "('" + pid->items[0]->text + "', ...)"
+                : "a " + std::string(kind_name(pid->kind));
         return error("persistent id " + tag + " is not a ('storage', ...) tuple");
     }
     const auto& p = pid->items;

@@ -76,13 +76,13 @@ struct Value {
     bool boolean = false;
     std::int64_t integer = 0;
     double floating = 0;
-    std::string text;                                // string, bytes; a global's qualified name
-    std::vector<Value*> items;                       // tuple, list, set
-    std::vector<std::pair<Value*, Value*>> entries;  // dict, in insertion order
-    bool ordered = false;                            // dict made by collections.OrderedDict
-    GlobalSymbol symbol;                             // global
-    StorageRef storage;                              // storage
-    TensorDesc tensor;                               // tensor
+    std::string text;                               // string, bytes; a global's qualified name
+    std::vector<Value*> items;                      // tuple, list, set
+    std::vector<std::pair<Value*, Value*>> entries; // dict, in insertion order
+    bool ordered = false;                           // dict made by collections.OrderedDict
+    GlobalSymbol symbol;                            // global
+    StorageRef storage;                             // storage
+    TensorDesc tensor;                              // tensor
 };
 
 struct PickleTree {

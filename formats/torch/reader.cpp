@@ -80,7 +80,7 @@ struct Archive {
     std::vector<ZipEntry> entries;
     std::string prefix;
     std::unordered_map<std::string, std::size_t> by_name; // full name -> entries index
-    std::vector<std::uint64_t> next_header;                // per entry: next local header or directory
+    std::vector<std::uint64_t> next_header;               // per entry: next local header or directory
 
     const ZipEntry* find(std::string_view record) const {
         auto found = by_name.find(prefix + "/" + std::string(record));
@@ -105,9 +105,10 @@ Result<void> index_archive(Archive& archive) {
         archive.next_header[order[i]] = archive.entries[order[i + 1]].header_offset_bytes;
     }
     if (archive.find("constants.pkl") != nullptr) {
-        return fail(errc::unsupported, "torch zip: a TorchScript archive (torch.jit.save; it has constants.pkl), not "
-                                       "a torch.save checkpoint: load it with torch.jit.load and re-save its "
-                                       "state_dict()");
+        return fail(errc::unsupported,
+                    "torch zip: a TorchScript archive (torch.jit.save; it has constants.pkl), not "
+                    "a torch.save checkpoint: load it with torch.jit.load and re-save its "
+                    "state_dict()");
     }
     if (archive.find("data.pkl") == nullptr) {
         return zip_error("no record '" + archive.prefix + "/data.pkl' (not a torch.save checkpoint)");
@@ -143,8 +144,8 @@ Result<std::pair<std::uint64_t, std::span<const std::byte>>> record_in(std::span
         return zip_error("record '" + entry.name + "': data [" + str(data_offset) + ", +" + str(entry.length_bytes) +
                          ") runs into the next record");
     }
-    return std::pair{data_offset, region.subspan(static_cast<std::size_t>(data_at),
-                                                 static_cast<std::size_t>(entry.length_bytes))};
+    return std::pair{data_offset,
+                     region.subspan(static_cast<std::size_t>(data_at), static_cast<std::size_t>(entry.length_bytes))};
 }
 
 Result<std::uint64_t> parse_decimal(std::span<const std::byte> bytes, const std::string& record) {
@@ -155,15 +156,16 @@ Result<std::uint64_t> parse_decimal(std::span<const std::byte> bytes, const std:
     std::uint64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) {
-        return zip_error("record '" + record + "' should hold a decimal number, not '" + std::string(text.substr(0, 40)) +
-                         "'");
+        return zip_error("record '" + record + "' should hold a decimal number, not '" +
+                         std::string(text.substr(0, 40)) + "'");
     }
     return value;
 }
 
 Error legacy_error() {
-    return fail(errc::unsupported, "legacy torch format (pre-1.6, not a zip): re-save it with a newer torch "
-                                   "(torch.save defaults to zip since 1.6)");
+    return fail(errc::unsupported,
+                "legacy torch format (pre-1.6, not a zip): re-save it with a newer torch "
+                "(torch.save defaults to zip since 1.6)");
 }
 
 Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, HeldBytes& held) {
@@ -386,8 +388,8 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
         const std::size_t i = archive.index_of(entry);
         std::optional<std::uint64_t> offset = data_offset_of(i);
         if (!offset) {
-            auto header = co_await bytes_at(source, held, entry->header_offset_bytes,
-                                            local_header_bytes + entry->name.size());
+            auto header =
+                co_await bytes_at(source, held, entry->header_offset_bytes, local_header_bytes + entry->name.size());
             if (!header) {
                 co_return header.error();
             }
@@ -452,8 +454,9 @@ Task<Result<Index>> read_index(Source& source, ReadIndexOptions options) {
                 co_return with_context(legacy_error(), source.name());
             }
             if (head->size() >= 8 && std::memcmp(head->data(), "PYTORCH1", 8) == 0) {
-                co_return with_context(fail(errc::unsupported, "torch zip: a 2018 TorchScript preview container "
-                                                               "(PYTORCH1), not a torch.save checkpoint"),
+                co_return with_context(fail(errc::unsupported,
+                                            "torch zip: a 2018 TorchScript preview container "
+                                            "(PYTORCH1), not a torch.save checkpoint"),
                                        source.name());
             }
         }

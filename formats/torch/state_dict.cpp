@@ -47,7 +47,8 @@ public:
                                                 " values to walk (containers shared many times?)");
         }
         switch (value.kind) {
-            case ValueKind::tensor: return add_tensor(value.tensor);
+            case ValueKind::tensor:
+                return add_tensor(value.tensor);
             case ValueKind::dict:
                 for (const auto& [key, item] : value.entries) {
                     if (!may_hold_tensors(*item)) {
@@ -65,7 +66,8 @@ public:
                     }
                 }
                 return {};
-            default: return {}; // numbers, strings, dtypes, bare storages: not tensors
+            default:
+                return {}; // numbers, strings, dtypes, bare storages: not tensors
         }
     }
 
@@ -89,13 +91,17 @@ private:
 
     Result<PathComponent> key_component(const Value& key) const {
         switch (key.kind) {
-            case ValueKind::string: return PathComponent{key.text};
-            case ValueKind::integer: return PathComponent{std::to_string(key.integer)};
-            case ValueKind::boolean: return PathComponent{std::string(key.boolean ? "True" : "False")};
+            case ValueKind::string:
+                return PathComponent{key.text};
+            case ValueKind::integer:
+                return PathComponent{std::to_string(key.integer)};
+            case ValueKind::boolean:
+                return PathComponent{std::string(key.boolean ? "True" : "False")};
             default:
-                return fail(errc::unsupported, "torch zip: data.pkl: tensors under a dict key that is not a string or "
-                                               "an int, at '" +
-                                                   join_path(path_) + "': cannot name them");
+                return fail(errc::unsupported,
+                            "torch zip: data.pkl: tensors under a dict key that is not a string or "
+                            "an int, at '" +
+                                join_path(path_) + "': cannot name them");
         }
     }
 

@@ -21,7 +21,7 @@ namespace ringload::torch_zip {
 using StorageRecordLength = std::function<Result<std::uint64_t>(const std::string& key)>;
 
 struct WalkLimits {
-    std::size_t depth_max = 256;              // nesting of containers
+    std::size_t depth_max = 256;                   // nesting of containers
     std::size_t visits_max = std::size_t{1} << 24; // values visited, shared containers counted per path
 };
 

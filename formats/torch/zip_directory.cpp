@@ -49,7 +49,8 @@ Result<ZipEnd> find_zip_end(std::span<const std::byte> tail, std::uint64_t sourc
     const std::size_t first = last > comment_bytes_max ? last - comment_bytes_max : 0;
     std::optional<std::size_t> at;
     for (std::size_t pos = last + 1; pos-- > first;) {
-        if (load_le32(tail, pos) == end_signature && pos + end_record_bytes + load_le16(tail, pos + 20) == tail.size()) {
+        if (load_le32(tail, pos) == end_signature &&
+            pos + end_record_bytes + load_le16(tail, pos + 20) == tail.size()) {
             at = pos;
             break;
         }
@@ -239,8 +240,8 @@ std::optional<std::vector<std::uint64_t>> torch_layout_data_offsets(const std::v
             entry.compressed_length_bytes != entry.length_bytes || entry.length_bytes > directory_offset_bytes) {
             return std::nullopt;
         }
-        const std::uint64_t data = torch_data_offset(entry.header_offset_bytes, entry.name.size(), entry.length_bytes,
-                                                     alignment_bytes);
+        const std::uint64_t data =
+            torch_data_offset(entry.header_offset_bytes, entry.name.size(), entry.length_bytes, alignment_bytes);
         if (data > directory_offset_bytes || entry.length_bytes > directory_offset_bytes - data) {
             return std::nullopt;
         }

@@ -234,7 +234,9 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
         grew = false;
         for (const auto record : small_records) {
             const ZipEntry* entry = archive.find(record);
+            // Only strictly forward: two records claiming one header offset must not loop here.
             if (entry != nullptr && entry->header_offset_bytes == region_end &&
+                archive.next_header[archive.index_of(entry)] > region_end &&
                 entry->length_bytes <= small_record_bytes_max) {
                 region_end = archive.next_header[archive.index_of(entry)];
                 in_region.push_back(entry);
@@ -278,7 +280,10 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
             co_return zip_error("record '" + entry->name + "' has " + str(entry->length_bytes) + " bytes (at most " +
                                 str(small_record_bytes_max) + " expected)");
         }
-        const std::uint64_t next = archive.next_header[archive.index_of(entry)];
+        // Header, name, extra (each at most 64 KiB) and the data; not a hostile gap after it.
+        const std::uint64_t next = std::min<std::uint64_t>(
+            archive.next_header[archive.index_of(entry)],
+            entry->header_offset_bytes + local_header_bytes + 2 * 0xFFFF + small_record_bytes_max);
         auto span = co_await bytes_at(source, held, entry->header_offset_bytes, next - entry->header_offset_bytes);
         if (!span) {
             co_return span.error();

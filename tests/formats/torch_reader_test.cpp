@@ -501,6 +501,29 @@ TEST(torchZipStructure, PlainZipFallsBackToLocalHeaders) {
     }
 }
 
+// The central directory entry of `name`: the name's last occurrence is inside it.
+std::size_t central_entry_of(const std::vector<std::byte>& bytes, const std::string& name) {
+    const std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const std::size_t at = all.rfind(name);
+    EXPECT_NE(at, std::string_view::npos) << name;
+    return at - central_header_bytes;
+}
+
+TEST(torchZipStructure, RecordsSharingAHeaderOffsetAreRefusedNotLoopedOn) {
+    auto bytes = fixture_bytes("handmade_torch27_layout.pt");
+    const std::string prefix = manifest_of("handmade_torch27_layout.pt")["archive_prefix"].get<std::string>();
+    const std::size_t first = central_entry_of(bytes, prefix + "/.format_version");
+    const std::size_t second = central_entry_of(bytes, prefix + "/.storage_alignment");
+    std::copy_n(bytes.begin() + static_cast<std::ptrdiff_t>(first + 42), 4,
+                bytes.begin() + static_cast<std::ptrdiff_t>(second + 42));
+    for (const std::size_t tail : {std::size_t{128}, std::size_t{256} << 10}) {
+        CountingSource source("edited.pt", bytes);
+        auto index = read_file_index(source, ReadIndexOptions{.tail_read_bytes = tail});
+        ASSERT_FALSE(index);
+        EXPECT_NE(index.error().message().find("edited.pt"), std::string::npos) << index.error().message();
+    }
+}
+
 TEST(torchZipStructure, ComputedDataOffsetsMatchTheWorkedExample) {
     // §6.4: plain_state_dict/data.pkl at 0 -> data at 64; data/0 header at 1075 -> data at 1152.
     EXPECT_EQ(torch_data_offset(0, 25, 995, 64), 64u);

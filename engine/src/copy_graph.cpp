@@ -201,6 +201,13 @@ Result<void> CopyGraph::finish() {
                                              std::to_string(load->span.length_bytes) + " bytes");
         }
     }
+    if (device_ != nullptr) {
+        // Every chunk is back, so every upload has landed; conversions may not have.
+        auto synchronized = device_->synchronize();
+        if (!synchronized) {
+            return with_context(synchronized.error(), source_name_);
+        }
+    }
     return {};
 }
 

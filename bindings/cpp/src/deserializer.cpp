@@ -1,6 +1,7 @@
 // bindings/cpp/src/deserializer.cpp
 #include "ringload/ringload.hpp"
 
+#include "deserializer_impl.hpp"
 #include "format_detect.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
@@ -29,26 +30,6 @@
 
 namespace ringload {
 namespace {
-
-constexpr std::size_t ring_bytes_default = 128 << 20; // 32 slots of 4 MiB, 16 of 8 MiB
-
-// A piece of a CPU dtype conversion: blocks of a million elements spread over the workers.
-struct ConversionJob {
-    std::byte* out;
-    DType to;
-    const std::byte* in;
-    DType from;
-    std::uint64_t count;
-    void run() const { convert_elements(out, to, in, from, count); }
-};
-
-void add_conversion_jobs(std::vector<ConversionJob>& jobs, std::byte* out, DType to, const std::byte* in, DType from,
-                         std::uint64_t count) {
-    constexpr std::uint64_t block = 1 << 20;
-    for (std::uint64_t at = 0; at < count; at += block) {
-        jobs.push_back({out + at * itemsize(to), to, in + at * itemsize(from), from, std::min(block, count - at)});
-    }
-}
 
 // The SHA-256 of each tensor's bytes as they are on the device, copied back in pieces.
 Result<void> hash_device_tensors(DeviceLink& link, LoadedModel& model) {
@@ -79,62 +60,6 @@ FileReadMode file_read_mode(ReadMode mode) {
 }
 
 } // namespace
-
-// A load's stage graph: the tensorizer one, or the plain copy of the other formats.
-struct FormatGraph {
-    std::unique_ptr<ChunkHandler> handler;
-    const Plan* plan = nullptr;
-    const tensorizer::LoadGraph* tensorizer = nullptr; // module_idx comes from its headers
-};
-
-struct Deserializer::Impl {
-    std::string uri;
-    asio::io_context loop{1};
-    std::unique_ptr<Source> source;
-    Index index;
-    std::unique_ptr<BufferRing> ring;
-    std::shared_ptr<void> ring_pinned;                // the ring page-locked for CUDA, once a GPU load needs it
-    std::map<int, std::unique_ptr<DeviceLink>> links; // by CUDA ordinal, opened by the first load there
-    std::optional<tensorizer::KeyResolver> keys;
-
-    ~Impl() {
-        links.clear();
-        ring_pinned.reset();
-        ring.reset(); // before the loop (and its io_uring) goes
-    }
-
-    // Runs the format's graph; `graph` keeps it for what the caller asks of it afterwards.
-    Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                         const LoadLayout& layout, std::vector<tensorizer::TensorDestination> destinations,
-                         DeviceLink* device, FormatGraph& graph);
-    Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<tensorizer::TensorDestination> destinations,
-                                   DeviceLink* device, const std::string& name);
-    Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
-    Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
-                                       int ordinal);
-    // The model's tensors, each at its place (given or in `owned`).
-    void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned, const FormatGraph& graph) const;
-
-    // The ring a load with these options uses: the existing one when it fits.
-    Result<BufferRing*> ring_for(const LoadOptions& options) {
-        const std::size_t size =
-            options.slot_size_bytes != 0 ? options.slot_size_bytes : source->preferred_read_bytes();
-        const std::uint32_t count =
-            options.slot_count != 0 ? options.slot_count
-                                    : static_cast<std::uint32_t>(std::max<std::size_t>(2, ring_bytes_default / size));
-        if (ring && ring->slot_count() == count && ring->slot_size_bytes() == size) {
-            return ring.get();
-        }
-        ring_pinned.reset();
-        ring.reset();
-        RL_TRY(created, BufferRing::create(loop, {count, size}));
-        ring = std::move(created);
-        if (source->uses_io_uring()) {
-            ring->register_with_io_uring(); // false is fine: plain buffers then
-        }
-        return ring.get();
-    }
-};
 
 std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
     auto parsed = gpu::parse_device(model.device);
@@ -179,13 +104,39 @@ Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
     return made;
 }
 
+const std::string& Deserializer::Impl::source_name() const {
+    // A remote source's name is its URI without a password (redis://user:***@host/...).
+    return is_remote_uri(uri) ? source->name() : uri;
+}
+
+Result<RunStats> Deserializer::Impl::run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                                              std::vector<CopySpan> spans, DeviceLink* device,
+                                              std::size_t tensors_total) {
+    RL_TRY(graph, CopyGraph::create(std::move(spans), device, source_name()));
+    RunControls controls;
+    controls.cancel = options.cancel;
+    controls.progress = options.progress;
+    controls.progress_tensors_total = tensors_total;
+    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, graph->plan(), *graph, controls));
+}
+
+Result<DeviceLink*> Deserializer::Impl::link_for(int ordinal, BufferRing& ring_in_use) {
+    if (!links.contains(ordinal)) {
+        RL_TRY(link, gpu::open_device_link(ordinal));
+        links.emplace(ordinal, std::move(link));
+    }
+    if (!ring_pinned) {
+        RL_TRY(pinned, gpu::pin_host_memory(ring_in_use.memory()));
+        ring_pinned = std::move(pinned);
+    }
+    return links.at(ordinal).get();
+}
+
 Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                                          const LoadLayout& layout,
                                          std::vector<tensorizer::TensorDestination> destinations, DeviceLink* device,
                                          FormatGraph& graph) {
-    // A remote source's name is its URI without a password (redis://user:***@host/...).
-    const std::string& name = is_remote_uri(uri) ? source->name() : uri;
-    RL_TRY(created, make_graph(options, std::move(destinations), device, name));
+    RL_TRY(created, make_graph(options, std::move(destinations), device, source_name()));
     graph = std::move(created);
     RunControls controls;
     controls.cancel = options.cancel;
@@ -251,16 +202,9 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
 Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& options, const LoadLayout& layout,
                                                        WorkerPool& pool, int ordinal) {
     RL_TRY(ring_in_use, ring_for(options));
-    if (!links.contains(ordinal)) {
-        RL_TRY(link, gpu::open_device_link(ordinal));
-        links.emplace(ordinal, std::move(link));
-    }
-    DeviceLink& link = *links.at(ordinal);
+    RL_TRY(opened_link, link_for(ordinal, *ring_in_use));
+    DeviceLink& link = *opened_link;
     RL_TRY_VOID(link.order_after_default_stream()); // the caller's pending kernels on its destinations
-    if (!ring_pinned) {
-        RL_TRY(pinned, gpu::pin_host_memory(ring_in_use->memory()));
-        ring_pinned = std::move(pinned);
-    }
     std::shared_ptr<std::byte> memory;
     if (layout.owned_bytes > 0) {
         RL_TRY(allocated, gpu::allocate_device_memory(ordinal, layout.owned_bytes));
@@ -334,8 +278,16 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     RL_TRY(ordinal, gpu::parse_device(options.device));
     const LoadLayout layout = plan_load(impl_->index, options);
     WorkerPool pool(options.worker_threads);
-    RL_TRY(model, ordinal == gpu::cpu_ordinal ? impl_->load_to_host(options, layout, pool)
-                                              : impl_->load_to_device(options, layout, pool, ordinal));
+    const bool storages = impl_->index.format == "torch";
+    Result<LoadedModel> loaded = fail(errc::invalid_argument, "no load ran");
+    if (ordinal == gpu::cpu_ordinal) {
+        loaded =
+            storages ? impl_->load_storages_to_host(options, layout, pool) : impl_->load_to_host(options, layout, pool);
+    } else {
+        loaded = storages ? impl_->load_storages_to_device(options, layout, pool, ordinal)
+                          : impl_->load_to_device(options, layout, pool, ordinal);
+    }
+    RL_TRY(model, std::move(loaded));
     model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (options.compute_sha256 && ordinal == gpu::cpu_ordinal) {
         pool.parallel_for(model.tensors.size(),

@@ -3,6 +3,7 @@
 
 #include "formats/safetensors/reader.hpp"
 #include "formats/tensorizer/reader.hpp"
+#include "formats/torch/reader.hpp"
 
 #include <algorithm>
 #include <array>
@@ -22,6 +23,10 @@ Task<Result<Index>> read_any_index(Source& source) {
     const bool tensorizer_prefix = head_bytes < 5 && std::memcmp(head.data(), "|TZR|", head_bytes) == 0;
     if (tensorizer::has_tensorizer_magic(head_span) || tensorizer_prefix) {
         auto reading = tensorizer::read_index(source);
+        co_return co_await std::move(reading);
+    }
+    if (torch_zip::has_torch_zip_magic(head_span) || torch_zip::has_legacy_torch_magic(head_span)) {
+        auto reading = torch_zip::read_index(source); // a legacy file gets its own message there
         co_return co_await std::move(reading);
     }
     if (safetensors::has_safetensors_shape(head_span, source.size_bytes())) {

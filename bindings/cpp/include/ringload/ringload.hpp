@@ -1,7 +1,8 @@
 // bindings/cpp/include/ringload/ringload.hpp
 //
-// The C++ API for embedding ringload in a server: open a file (a URI), read its index, load
-// all or some tensors into host memory with progress and cancellation.
+// The C++ API for embedding ringload in a server: open a file (a URI) in any of the three
+// formats (tensorizer, safetensors, torch.save zip; told apart by content), read its index,
+// load all or some tensors into host or GPU memory with progress and cancellation.
 //
 //     auto opened = ringload::Deserializer::open("/models/gpt2.tensors");
 //     if (!opened) { log(opened.error().message()); return; }
@@ -77,14 +78,23 @@ struct LoadOptions {
     // its loaded dtype bytes, e.g. a module's existing parameter. Null (or an empty function):
     // the load allocates. The memory must outlive the load; LoadedModel does not own it.
     std::function<std::byte*(const TensorInfo&)> destination;
+    // torch zip files, whose tensors are views of shared storages: a non-contiguous view
+    // (transposed, expanded, stepped) comes out in C order (a copy) when true; when false it
+    // stays a view of its storage, LoadedTensor::info.strides saying how to step through it.
+    // Contiguous views are never copied: tensors that share a storage share its memory.
+    bool contiguous = true;
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
 };
 
 struct LoadedTensor {
-    TensorInfo info;            // dtype and byte_length as loaded (after LoadOptions::dtype)
-    std::span<std::byte> bytes; // C order, little-endian, byte_length bytes; device memory on a GPU
-    std::string sha256_hex;     // with LoadOptions::compute_sha256
+    // dtype and byte_length as loaded (after LoadOptions::dtype); strides empty for C order,
+    // else (torch views with LoadOptions::contiguous false) the element steps per dimension.
+    TensorInfo info;
+    // From the tensor's first element: byte_length bytes in C order, or, for a strided view,
+    // up to the end of its last element. Little-endian; device memory on a GPU.
+    std::span<std::byte> bytes;
+    std::string sha256_hex; // with LoadOptions::compute_sha256
 };
 
 struct LoadedModel {

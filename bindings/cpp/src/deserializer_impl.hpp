@@ -1,0 +1,116 @@
+// bindings/cpp/src/deserializer_impl.hpp
+//
+// The Deserializer's state, shared by the files that implement its loads: deserializer.cpp
+// (tensorizer and safetensors, one destination per tensor) and storage_load.cpp (torch zip,
+// storages and the views into them).
+#pragma once
+
+#include "formats/tensorizer/key_resolver.hpp"
+#include "formats/tensorizer/load_graph.hpp"
+#include "load_layout.hpp"
+#include "ringload/engine/copy_graph.hpp"
+#include "ringload/engine/dtype_convert.hpp"
+#include "ringload/engine/executor.hpp"
+#include "ringload/engine/worker_pool.hpp"
+#include "ringload/ringload.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ringload {
+
+inline constexpr std::size_t ring_bytes_default = 128 << 20; // 32 slots of 4 MiB, 16 of 8 MiB
+
+// A piece of a CPU dtype conversion: blocks of a million elements spread over the workers.
+struct ConversionJob {
+    std::byte* out;
+    DType to;
+    const std::byte* in;
+    DType from;
+    std::uint64_t count;
+    void run() const { convert_elements(out, to, in, from, count); }
+};
+
+inline void add_conversion_jobs(std::vector<ConversionJob>& jobs, std::byte* out, DType to, const std::byte* in,
+                                DType from, std::uint64_t count) {
+    constexpr std::uint64_t block = 1 << 20;
+    for (std::uint64_t at = 0; at < count; at += block) {
+        jobs.push_back({out + at * itemsize(to), to, in + at * itemsize(from), from, std::min(block, count - at)});
+    }
+}
+
+// A load's stage graph: the tensorizer one, or the plain copy of the other formats.
+struct FormatGraph {
+    std::unique_ptr<ChunkHandler> handler;
+    const Plan* plan = nullptr;
+    const tensorizer::LoadGraph* tensorizer = nullptr; // module_idx comes from its headers
+};
+
+struct Deserializer::Impl {
+    std::string uri;
+    asio::io_context loop{1};
+    std::unique_ptr<Source> source;
+    Index index;
+    std::unique_ptr<BufferRing> ring;
+    std::shared_ptr<void> ring_pinned;                // the ring page-locked for CUDA, once a GPU load needs it
+    std::map<int, std::unique_ptr<DeviceLink>> links; // by CUDA ordinal, opened by the first load there
+    std::optional<tensorizer::KeyResolver> keys;
+
+    ~Impl() {
+        links.clear();
+        ring_pinned.reset();
+        ring.reset(); // before the loop (and its io_uring) goes
+    }
+
+    // Runs the format's graph; `graph` keeps it for what the caller asks of it afterwards.
+    Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                         const LoadLayout& layout, std::vector<tensorizer::TensorDestination> destinations,
+                         DeviceLink* device, FormatGraph& graph);
+    Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<tensorizer::TensorDestination> destinations,
+                                   DeviceLink* device, const std::string& name);
+    Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
+    Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
+                                       int ordinal);
+    // torch zip: the storages the wanted tensors view are read into one block, and the
+    // tensors are views of it (or gathered copies where the caller asks for C order or a dtype).
+    Result<LoadedModel> load_storages_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
+    Result<LoadedModel> load_storages_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
+                                                int ordinal);
+    // Reads `spans` through a CopyGraph (host or `device` memory).
+    Result<RunStats> run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                              std::vector<CopySpan> spans, DeviceLink* device, std::size_t tensors_total);
+    // The device link of CUDA device `ordinal`, opened (and the ring page-locked) on first use.
+    Result<DeviceLink*> link_for(int ordinal, BufferRing& ring_in_use);
+    // The source's name in messages: a remote URI without its password.
+    const std::string& source_name() const;
+
+    // The model's tensors, each at its place (given or in `owned`).
+    void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned, const FormatGraph& graph) const;
+
+    // The ring a load with these options uses: the existing one when it fits.
+    Result<BufferRing*> ring_for(const LoadOptions& options) {
+        const std::size_t size =
+            options.slot_size_bytes != 0 ? options.slot_size_bytes : source->preferred_read_bytes();
+        const std::uint32_t count =
+            options.slot_count != 0 ? options.slot_count
+                                    : static_cast<std::uint32_t>(std::max<std::size_t>(2, ring_bytes_default / size));
+        if (ring && ring->slot_count() == count && ring->slot_size_bytes() == size) {
+            return ring.get();
+        }
+        ring_pinned.reset();
+        ring.reset();
+        RL_TRY(created, BufferRing::create(loop, {count, size}));
+        ring = std::move(created);
+        if (source->uses_io_uring()) {
+            ring->register_with_io_uring(); // false is fine: plain buffers then
+        }
+        return ring.get();
+    }
+};
+
+} // namespace ringload

@@ -4,6 +4,10 @@ A drop-in for tensorizer's Python API (change the import):
 
     from ringload import TensorDeserializer, TensorSerializer, EncryptionParams, DecryptionParams
 
+and a drop-in for safetensors' load_file / save_file that reads all three formats:
+
+    tensors = ringload.load_file("model.safetensors")    # or a torch .pt/.bin, or .tensors
+
 Tensors reach torch and numpy without copies (DLPack), on the CPU and on CUDA devices; the GIL
 is released while the engine works. Failures raise ringload.errors classes.
 """
@@ -12,7 +16,8 @@ from .errors import (ArgumentError, CancelledError, DecryptionError, DeviceError
 from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
 from ._deserializer import TensorDeserializer  # noqa: F401
 from ._serializer import TensorSerializer  # noqa: F401
+from ._files import load_file, save_file  # noqa: F401
 
-__all__ = ["TensorDeserializer", "TensorSerializer", "EncryptionParams", "DecryptionParams", "RingloadError",
+__all__ = ["TensorDeserializer", "TensorSerializer", "load_file", "save_file", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
            "ArgumentError"]

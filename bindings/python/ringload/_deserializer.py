@@ -1,4 +1,6 @@
-"""TensorDeserializer: a read-only Mapping of a tensorizer file's tensors, as tensorizer's.
+"""TensorDeserializer: a read-only Mapping of a file's tensors, as tensorizer's.
+
+Reads tensorizer, safetensors and torch.save zip files (told apart by their first bytes).
 
     with ringload.TensorDeserializer("model.tensors", device="cuda", verify_hash=True) as d:
         model.load_state_dict(d)            # or: d.load_into_module(model) (no second copy)
@@ -222,6 +224,11 @@ class TensorDeserializer(collections.abc.Mapping):
                 else:
                     module.register_buffer(attr, tensor)
         return len(wanted)
+
+    def flat_tensors(self) -> dict:
+        """Every (filtered) tensor by its flat name (nested paths joined with '.'), loaded."""
+        self._load([e for e in self._entries if e.index not in self._cache], self._verify_hash)
+        return {e.name: self._tensor(e) for e in self._entries}
 
     @property
     def total_tensor_bytes(self) -> int:

@@ -172,14 +172,19 @@ public:
                                  std::uint32_t slot_count, std::size_t threads, nb::object progress) {
         Deserializer& deserializer = opened();
         const Index& index = deserializer.index();
-        // Tensors are told apart by record offset: unique in a file.
-        std::map<std::uint64_t, std::size_t> k_of_offset;
+        // Tensors are told apart by their place in the index (offsets are not unique: torch
+        // views share a storage, empty safetensors tensors share an offset). The filter and
+        // destination callbacks get references into index.tensors.
+        std::map<std::size_t, std::size_t> k_of_index;
         for (std::size_t k = 0; k < indices.size(); ++k) {
             if (indices[k] >= index.tensors.size()) {
                 throw nb::index_error("tensor index out of range");
             }
-            k_of_offset[index.tensors[indices[k]].record_offset_bytes] = k;
+            k_of_index[indices[k]] = k;
         }
+        const auto index_of = [&](const TensorInfo& info) {
+            return static_cast<std::size_t>(&info - index.tensors.data());
+        };
         if (destinations && destinations->size() != indices.size()) {
             throw nb::value_error("one destination per tensor");
         }
@@ -196,10 +201,12 @@ public:
             }
             options.dtype = parsed;
         }
-        options.filter = [&](const TensorInfo& info) { return k_of_offset.contains(info.record_offset_bytes); };
+        options.filter = [&](const TensorInfo& info) { return k_of_index.contains(index_of(info)); };
+        // Asked once per wanted tensor, in index order (with the tensor as loaded: a copy).
+        auto next_destination = k_of_index.begin();
         if (destinations) {
-            options.destination = [&](const TensorInfo& info) {
-                return reinterpret_cast<std::byte*>((*destinations)[k_of_offset.at(info.record_offset_bytes)]);
+            options.destination = [&](const TensorInfo&) {
+                return reinterpret_cast<std::byte*>((*destinations)[(next_destination++)->second]);
             };
         }
         CancelToken cancel;
@@ -230,11 +237,11 @@ public:
             throw std::move(*callback_failure);
         }
         loaded->model = value_or_throw(std::move(model));
-        // model.tensors are in file order; the caller asked in its own order.
+        // model.tensors are in index order (k_of_index's order); the caller asked in its own.
         loaded->position_of_k.resize(indices.size());
-        for (std::size_t position = 0; position < loaded->model.tensors.size(); ++position) {
-            const auto& info = loaded->model.tensors[position].info;
-            loaded->position_of_k[k_of_offset.at(info.record_offset_bytes)] = position;
+        std::size_t position = 0;
+        for (const auto& [i, k] : k_of_index) {
+            loaded->position_of_k[k] = position++;
         }
         return loaded;
     }

@@ -75,7 +75,8 @@ struct LoadOptions {
     // keep their stored type.
     std::optional<DType> dtype;
     // Where each wanted tensor's bytes go: memory on `device` of at least numel * itemsize of
-    // its loaded dtype bytes, e.g. a module's existing parameter. Null (or an empty function):
+    // its loaded dtype bytes, e.g. a module's existing parameter. Called once per wanted
+    // tensor, in index order, with the tensor as loaded. Null (or an empty function):
     // the load allocates. The memory must outlive the load; LoadedModel does not own it.
     std::function<std::byte*(const TensorInfo&)> destination;
     // torch zip files, whose tensors are views of shared storages: a non-contiguous view

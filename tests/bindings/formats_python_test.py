@@ -1,0 +1,110 @@
+"""tests/bindings/formats_python_test.py: safetensors and torch zip files through ringload's Python API.
+
+The peers are the real libraries: files that PyPI `safetensors` and Debian's torch write load
+with ringload.load_file / TensorDeserializer with the values those libraries read back
+themselves; torch views that share a storage share memory after the load; the torch fixtures
+load as torch.load(weights_only=True) loads them; malicious pickles raise FormatError.
+
+Run by ctest (test `formats_python`) with PYTHONPATH at <build>/bindings/python and
+RINGLOAD_TEST_DATA at tests/data.
+"""
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+import ringload  # noqa: E402
+
+DATA = os.environ.get("RINGLOAD_TEST_DATA", os.path.join(os.path.dirname(__file__), "..", "data"))
+TORCH_FIXTURES = os.path.join(DATA, "torch")
+
+
+def torch_manifests():
+    names = sorted(f for f in os.listdir(TORCH_FIXTURES) if f.endswith(".json"))
+    return [(n[:-5] + ".pt", json.load(open(os.path.join(TORCH_FIXTURES, n)))) for n in names]
+
+
+def every_dtype_state():
+    generator = torch.Generator().manual_seed(7)
+    floats = torch.randn(37, 11, generator=generator)
+    return {
+        "f64": floats.double(), "f32": floats, "f16": floats.half(), "bf16": floats.bfloat16(),
+        "i64": torch.randint(-2**40, 2**40, (9,), generator=generator),
+        "i32": torch.randint(-2**30, 2**30, (3, 3), generator=generator, dtype=torch.int32),
+        "i16": torch.randint(-2**14, 2**14, (5,), generator=generator, dtype=torch.int16),
+        "i8": torch.randint(-100, 100, (4,), generator=generator, dtype=torch.int8),
+        "u8": torch.randint(0, 255, (6,), generator=generator, dtype=torch.uint8),
+        "bool": torch.rand(8, generator=generator) > 0.5,
+        "scalar": torch.tensor(3.25),
+        "empty": torch.zeros(0, 4),
+        "model.layers.0.attn.weight": torch.randn(64, 64, generator=generator),
+    }
+
+
+def test_safetensors_files_written_by_safetensors_load_with_equal_values(tmp_path):
+    state = every_dtype_state()
+    path = tmp_path / "peer.safetensors"
+    safetensors_torch.save_file(state, str(path), metadata={"format": "pt", "note": "from safetensors"})
+    expected = safetensors_torch.load_file(str(path))
+    got = ringload.load_file(str(path))
+    assert sorted(got) == sorted(expected)
+    for name, tensor in expected.items():
+        assert got[name].dtype == tensor.dtype, name
+        assert torch.equal(got[name], tensor), name
+
+
+def test_safetensors_filter_and_dtype_through_the_deserializer(tmp_path):
+    state = every_dtype_state()
+    path = tmp_path / "peer.safetensors"
+    safetensors_torch.save_file(state, str(path))
+    with ringload.TensorDeserializer(str(path), device="cpu", dtype=torch.float16,
+                                     filter_func=lambda name: name.startswith("f")) as deserializer:
+        assert sorted(deserializer) == ["f16", "f32", "f64"]
+        for name in deserializer:
+            assert deserializer[name].dtype == torch.float16
+            assert torch.equal(deserializer[name], state[name].half()), name
+
+
+def test_torch_save_files_load_as_torch_loads_them(tmp_path):
+    state = every_dtype_state()
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    state.update({"base": base, "rows": base[1:3], "t": base.t(), "every_other": base[:, ::2]})
+    path = tmp_path / "peer.pt"
+    torch.save(state, str(path))
+    expected = torch.load(str(path), weights_only=True)
+    got = ringload.load_file(str(path))
+    assert sorted(got) == sorted(expected)
+    for name, tensor in expected.items():
+        assert torch.equal(got[name], tensor.contiguous()), name
+    # Views of one storage share memory: 'rows' starts 6 floats into 'base'.
+    assert got["rows"].data_ptr() == got["base"].data_ptr() + 6 * 4
+    got["base"][1, 0] = -1.0
+    assert got["rows"][0, 0] == -1.0
+
+
+@pytest.mark.parametrize("name,manifest", [m for m in torch_manifests() if m[1]["expect"] == "load"],
+                         ids=lambda value: value if isinstance(value, str) else "")
+def test_torch_fixtures_load_as_their_manifests_say(name, manifest):
+    # Through numpy: Debian's torch 1.13 has no float8 types; numpy arrays of opaque dtypes
+    # carry the raw bytes.
+    import hashlib
+    with ringload.TensorDeserializer(os.path.join(TORCH_FIXTURES, name), device="cpu", lazy_load=True) as deserializer:
+        got = {row[2]: row[3] for row in deserializer.read_numpy_arrays(allow_raw_data=True)}
+    assert len(got) == len(manifest["tensors"])
+    for want in manifest["tensors"]:
+        array = got[".".join(want["path"])]
+        assert list(array.shape) == want["shape"]
+        assert hashlib.sha256(array.tobytes()).hexdigest() == want["sha256"], want["path"]
+
+
+@pytest.mark.parametrize("name", [m[0] for m in torch_manifests() if m[1]["kind"] == "malicious"])
+def test_malicious_pickles_are_refused_by_name(name):
+    with pytest.raises(ringload.FormatError, match="forbidden global"):
+        ringload.load_file(os.path.join(TORCH_FIXTURES, name))
+
+
+def test_legacy_torch_files_get_a_clear_error():
+    with pytest.raises(ringload.RingloadError, match="legacy torch format"):
+        ringload.load_file(os.path.join(TORCH_FIXTURES, "legacy_format.pt"))

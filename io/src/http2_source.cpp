@@ -66,8 +66,8 @@ public:
         if (!first) {
             co_return first.error();
         }
-        std::byte probe_byte[1];
-        auto probe = read_range(0, probe_byte);
+        std::vector<std::byte> head(head_bytes);
+        auto probe = read_range(0, head);
         auto got = co_await std::move(probe);
         if (!got) {
             Error error = got.error();
@@ -78,6 +78,7 @@ public:
             }
             co_return error;
         }
+        keep_head(std::span<const std::byte>(head).first(*got));
         co_return Result<void>();
     }
 

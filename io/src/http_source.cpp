@@ -97,12 +97,13 @@ public:
             co_return fail(errc::io_error, name_ + ": cannot resolve " + url_.host + ": " + ec.message());
         }
         endpoints_ = std::move(endpoints);
-        std::byte first[1];
-        auto probe = read_range(0, first);
+        std::vector<std::byte> head(head_bytes);
+        auto probe = read_range(0, head);
         auto got = co_await std::move(probe);
         if (!got) {
             co_return got.error();
         }
+        keep_head(std::span<const std::byte>(head).first(*got));
         co_return Result<void>();
     }
 

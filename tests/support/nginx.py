@@ -28,7 +28,7 @@ pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    access_log off;
+    {access_log}
     client_body_temp_path {prefix}/client_temp;
     proxy_temp_path {prefix}/proxy_temp;
     fastcgi_temp_path {prefix}/fastcgi_temp;
@@ -80,8 +80,10 @@ http {{
 class Nginx:
     # http2_chunk_size: nginx's largest DATA frame (its default, 8k, makes nginx's frame work
     # the bottleneck of a large download); None keeps the default.
-    def __init__(self, root, http2_chunk_size=None):
+    # access_log: log each request's URI, Range header and status (requests() reads them back).
+    def __init__(self, root, http2_chunk_size=None, access_log=False):
         self.http2_chunk = f"http2_chunk_size {http2_chunk_size};" if http2_chunk_size else ""
+        self.access_log = access_log
         self.binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
         if self.binary is None:
             raise RuntimeError("nginx is not installed (scripts/setup.sh installs it)")
@@ -105,7 +107,7 @@ class Nginx:
             f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
                                   redirect_port=self.redirect_port, https_port=self.https_port,
                                   h2c_port=self.h2c_port, h2c_goaway_port=self.h2c_goaway_port,
-                                  http2_chunk=self.http2_chunk))
+                                  http2_chunk=self.http2_chunk, access_log=self._access_log_config()))
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
                         os.path.join(self.prefix, "key.pem"), "-out", self.tls_cert],
@@ -121,6 +123,20 @@ class Nginx:
                 if time.monotonic() > deadline:
                     raise RuntimeError("nginx did not start: " + open(os.path.join(self.prefix, "error.log")).read())
                 time.sleep(0.05)
+
+    def _access_log_config(self):
+        if not self.access_log:
+            return "access_log off;"
+        return (f'log_format ranges "$request_uri|$http_range|$status"; '
+                f"access_log {self.prefix}/access.log ranges;")
+
+    def requests(self):
+        """(uri, range header, status) of every request so far, in order (access_log=True)."""
+        path = os.path.join(self.prefix, "access.log")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [tuple(line.rstrip("\n").split("|")) for line in f if line.strip()]
 
     def __exit__(self, *exc):
         pid_file = os.path.join(self.prefix, "nginx.pid")

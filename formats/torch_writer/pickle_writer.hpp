@@ -14,9 +14,9 @@
 // containers, string components as dicts (the top one an OrderedDict, as state_dict() gives),
 // integer components as lists (indexes must be exactly 0..n-1).
 //
-// A meta tensor (no data) is _rebuild_meta_tensor_no_storage(dtype, shape, stride, False), as torch pickles one;
-// torch 1.13's weights-only loader reads it for the dtypes it allowlists (float16/32/64, int8/16/32/64,
-// complex32/64/128), newer torch for all.
+// A meta tensor (no data) is _rebuild_meta_tensor_no_storage(dtype, shape, stride, False), as
+// torch 1.13 pickles one; its weights-only loader reads it for the dtypes it allowlists
+// (float16/32/64, int8/16/32/64, complex32/64/128), newer torch for all.
 //
 // dtypes with a legacy storage class (float, int, bool, complex64/128) use _rebuild_tensor_v2,
 // which every torch since 1.6 reads. The others (float8_*, uint16/32/64, complex32) have no

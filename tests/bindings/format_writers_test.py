@@ -13,6 +13,9 @@ Our safetensors and torch zip writers against the real readers, as independent p
      nesting (OrderedDict at the top, dicts, lists), dtypes, shapes, contiguous strides and
      values, meta tensors as meta tensors; its data.pkl is byte-identical to what torch.save pickles for the loaded object;
      Python's zipfile finds every CRC right and every record's data 64-byte aligned.
+  3. newer.pt (float8, uint16-64, complex32, a bf16 meta tensor): torch 1.13 refuses it, as it
+     must; a torch-free unpickler finds the _rebuild_tensor_v3 / UntypedStorage calls torch >= 2.1
+     reads (per docs torch-zip-format.md §7.3-§7.5) and the storages hold the expected bytes.
 Expected values come from the writer tool's documented pattern, recomputed here: byte i of the
 tensor with seed s is (i * 131 + s * 17 + 5) % 251 (& 1 for bool). The tool's manifest gives
 names, dtypes, shapes and seeds only. Exits 77 (skipped, with the reason) where torch or
@@ -22,6 +25,7 @@ import collections
 import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -49,7 +53,7 @@ def check(name, condition, detail=""):
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
             "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16, "uint16": 2, "uint32": 4, "uint64": 8,
-            "float8_e4m3fn": 1, "float8_e5m2": 1}
+            "float8_e4m3fn": 1, "float8_e5m2": 1, "complex32": 4}
 SAFETENSORS_NAME = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
                     "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL", "uint16": "U16",
                     "uint32": "U32", "uint64": "U64", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
@@ -195,6 +199,60 @@ def check_torch(path, entry):
         check(f"{name} data 64-byte aligned", not misaligned, str(misaligned[:5]))
 
 
+class SpecUnpickler(pickle.Unpickler):
+    """Reads a data.pkl into plain values without torch: rebuild calls become tuples, globals
+    of torch become their names. What torch >= 2.1 would call, with which arguments, is then
+    checked against the spec (torch-zip-format.md §7.3-§7.5)."""
+    ALLOWED = {("collections", "OrderedDict"), ("torch._utils", "_rebuild_tensor_v2"),
+               ("torch._utils", "_rebuild_tensor_v3"), ("torch._utils", "_rebuild_meta_tensor_no_storage")}
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            if module == "collections":
+                return collections.OrderedDict
+            return lambda *args: (name, args)
+        if module == "torch":
+            return f"torch.{name}"
+        raise pickle.UnpicklingError(f"unexpected global {module}.{name}")
+
+    def persistent_load(self, pid):
+        return pid
+
+
+def check_newer_torch(path, entry):
+    """float8 / uint16-64 / complex32 / a bf16 meta tensor: torch 1.13 must refuse the file (it
+    cannot hold these); the pickle must be what torch >= 2.1 reads, and the storages the bytes."""
+    name = os.path.basename(path)
+    try:
+        torch.load(path, weights_only=True)
+        check(f"{name} refused by torch 1.13", False, "it loaded")
+    except Exception:  # any refusal: 1.13 knows neither the dtypes nor _rebuild_tensor_v3
+        check(f"{name} refused by torch 1.13", True)
+    with zipfile.ZipFile(path) as archive:
+        check(f"{name} CRCs (zipfile.testzip)", archive.testzip() is None)
+        state = SpecUnpickler(io.BytesIO(archive.read("archive/data.pkl"))).load()
+        for row in entry["tensors"]:
+            key = joined(row["path"])
+            call, args = state[key]
+            if row["meta"]:
+                check(f"{name} {key} (meta)", call == "_rebuild_meta_tensor_no_storage" and
+                      args == ("torch." + row["dtype"], tuple(row["shape"]),
+                               tuple(contiguous_strides(row["shape"])), False), str(args))
+                continue
+            nbytes = len(expected_bytes(row))
+            pid, offset, size, stride, requires_grad, hooks = args[:6]
+            legacy = row["dtype"] == "float32"
+            ok = (call == ("_rebuild_tensor_v2" if legacy else "_rebuild_tensor_v3") and
+                  len(args) == (6 if legacy else 7) and pid[0] == "storage" and pid[3] == "cpu" and
+                  pid[1] == ("torch.FloatStorage" if legacy else "torch.UntypedStorage") and
+                  pid[4] == (nbytes // ITEMSIZE[row["dtype"]] if legacy else nbytes) and offset == 0 and
+                  size == tuple(row["shape"]) and stride == tuple(contiguous_strides(row["shape"])) and
+                  requires_grad is False and hooks == collections.OrderedDict() and
+                  (legacy or args[6] == "torch." + row["dtype"]))
+            check(f"{name} {key} rebuild call", ok, str((call, args)))
+            check(f"{name} {key} storage bytes", archive.read(f"archive/data/{pid[2]}") == expected_bytes(row))
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ringload-format-writers-") as out:
         made = subprocess.run([WRITE_FORMATS, out], capture_output=True, text=True, timeout=300)
@@ -215,6 +273,7 @@ def main():
         check_safetensors(os.path.join(out, "aligned.safetensors"), manifest["aligned.safetensors"])
         check_wide(os.path.join(out, "wide.safetensors"), manifest["wide.safetensors"])
         check_torch(os.path.join(out, "model.pt"), manifest["model.pt"])
+        check_newer_torch(os.path.join(out, "newer.pt"), manifest["newer.pt"])
 
 
 main()

@@ -5,7 +5,8 @@
 //       Writes DIR/model.safetensors (alignment 8, one metadata entry), DIR/aligned.safetensors
 //       (alignment 64, several metadata entries, order kept), DIR/wide.safetensors (U16, U32,
 //       U64, F8_E4M3, F8_E5M2: dtypes torch 1.13 lacks) and DIR/model.pt (torch.save zip with
-//       nested dicts and lists, meta tensors, 1,001-entry containers and a 1,000-entry dict), and prints a JSON
+//       nested dicts and lists, meta tensors, 1,001-entry containers and a 1,000-entry dict) and
+//       DIR/newer.pt (float8, uint16-64, complex32 and a bf16 meta tensor: torch >= 2.1), and prints a JSON
 //       manifest: per file its options and per tensor its path, dtype, shape and seed.
 //
 // Tensor bytes follow one documented pattern, so that the peer test derives what it expects on
@@ -210,6 +211,21 @@ int write_formats(const std::string& dir) {
         return 1;
     }
     manifest["model.pt"] = {{"tensors", rows_of(torch_cases)}};
+    // dtypes without a legacy storage class: _rebuild_tensor_v3 + UntypedStorage (torch >= 2.1),
+    // and a meta tensor of a dtype torch 1.13 does not allowlist for meta tensors.
+    auto newer = with_seeds({{{"e4m3"}, DType::float8_e4m3fn, {2, 3}},
+                             {{"e5m2"}, DType::float8_e5m2, {5}},
+                             {{"u16"}, DType::uint16, {4}},
+                             {{"u32"}, DType::uint32, {}},
+                             {{"u64"}, DType::uint64, {3, 1}},
+                             {{"chalf"}, DType::complex32, {2}},
+                             {{"f32"}, DType::float32, {3}}},
+                            400);
+    newer.push_back({{"ghost_bf16"}, DType::bfloat16, {2}, {}, 0, true});
+    if (!report(ringload::write_torch(dir + "/newer.pt", to_write(newer), torch_options), "newer.pt")) {
+        return 1;
+    }
+    manifest["newer.pt"] = {{"tensors", rows_of(newer)}};
     std::cout << manifest.dump(1) << "\n";
     return 0;
 }

@@ -81,9 +81,10 @@ Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const Ten
 
 // A torch.save zip file of a state dict that torch.load(path, weights_only=True) reads: an
 // OrderedDict of name -> tensor (a nested path nests dicts, list indexes nest lists), each
-// tensor with its own storage, requires_grad False. Every torch since 1.6 reads it, except
-// files with float8 / uint16-64 / complex32 tensors, which need torch >= 2.1. Refused: meta
-// tensors and encryption. A local path or file:// URI; `network` does not apply.
+// tensor with its own storage, requires_grad False; meta tensors without one. Every torch since
+// 1.6 reads it, except files with float8 / uint16-64 / complex32 tensors (torch >= 2.1) or meta
+// tensors of bf16, bool or unsigned types (newer than 1.13). Refused: encryption. A local path
+// or file:// URI; `network` does not apply.
 Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,
                                  const WriteOptions& options = {});
 

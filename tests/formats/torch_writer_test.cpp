@@ -393,6 +393,24 @@ TEST(TorchPickle, Float8UsesRebuildV3) {
     EXPECT_NE(text.find("torch\nBFloat16Storage\n"), std::string::npos);
 }
 
+// Integers as Python's save_long writes them (values from pickle.dumps(v, 2)): numel and sizes of
+// a > 4 GiB tensor need LONG1.
+TEST(TorchPickle, LargeIntegersAsPython) {
+    std::vector<torch_writer::PickledTensor> tensors = {{{"big"}, DType::int8, {3, std::uint64_t{1} << 31}},
+                                                        {{"mid"}, DType::int8, {255, 256, 65536, 2147483647}}};
+    auto pickle = torch_writer::pickle_state_dict(tensors);
+    ASSERT_TRUE(pickle) << pickle.error().message();
+    std::string hex;
+    for (auto byte : pickle->bytes) {
+        static constexpr char digits[] = "0123456789abcdef";
+        hex += digits[std::to_integer<int>(byte) >> 4];
+        hex += digits[std::to_integer<int>(byte) & 15];
+    }
+    EXPECT_NE(hex.find("8a050000008001"), std::string::npos);                 // numel 6442450944
+    EXPECT_NE(hex.find("4b038a05000000800086"), std::string::npos);           // size (3, 2147483648)
+    EXPECT_NE(hex.find("4bff4d00014a000001004affffff7f"), std::string::npos); // 255, 256, 65536, 2^31-1
+}
+
 // Meta tensors have no storage: _rebuild_meta_tensor_no_storage(dtype, shape, stride, False).
 TEST(TorchPickle, MetaTensorsHaveNoStorage) {
     std::vector<torch_writer::PickledTensor> tensors = {

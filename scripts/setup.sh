@@ -35,14 +35,15 @@ fi
 
 # PyPI packages, pinned. tensorizer is installed without its dependency resolution because
 # its declared requirements pull a second torch; these are exactly the ones it imports.
+# safetensors is the peer of the safetensors writer test (format_writers).
 python_packages=(
     tensorizer==2.11.1 redis==5.0.8 async-timeout==4.0.3 boto3==1.35.99 botocore==1.35.99
-    s3transfer==0.10.4 jmespath==1.0.1 libnacl==2.1.0 nanobind==3.1.0
+    s3transfer==0.10.4 jmespath==1.0.1 libnacl==2.1.0 nanobind==3.1.0 safetensors==0.4.5
 )
 if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import tensorizer, torch, nanobind" 2>/dev/null; then
+if ! .venv/bin/python -c "import tensorizer, torch, nanobind, safetensors" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps "${python_packages[@]}"
 fi
 if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then

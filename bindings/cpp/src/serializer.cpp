@@ -1,7 +1,9 @@
 // bindings/cpp/src/serializer.cpp
 #include "ringload/serializer.hpp"
 
+#include "formats/safetensors/write_graph.hpp"
 #include "formats/tensorizer/write_graph.hpp"
+#include "formats/torch_writer/write_graph.hpp"
 #include "gpu/cuda_link.hpp"
 #include "gpu/device_memory.hpp"
 #include "remote_publish.hpp"
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 namespace ringload {
 namespace {
@@ -34,12 +37,22 @@ std::optional<tensorizer::WriteEncryption> write_encryption(const std::optional<
     return encryption;
 }
 
-Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<const TensorToWrite> tensors,
-                                           const WriteOptions& options) {
-    using Clock = std::chrono::steady_clock;
-    const auto started = Clock::now();
-    const auto encryption = write_encryption(options.encryption);
-    // Tensors on a GPU are copied device-to-host into the slots by the workers.
+// How a write runs, whatever the format: the engine settings of WriteOptions.
+struct RunSettings {
+    std::uint32_t slot_count = 32;
+    std::size_t slot_size_bytes = 4 << 20;
+    std::size_t worker_threads = 0;
+    ProgressCallback progress;
+    const CancelToken* cancel = nullptr;
+};
+
+template <class Options>
+RunSettings run_settings(const Options& options) {
+    return {options.slot_count, options.slot_size_bytes, options.worker_threads, options.progress, options.cancel};
+}
+
+// The link to the device that holds some of the tensors (one device per write), or null.
+Result<std::unique_ptr<DeviceLink>> device_link_for(std::span<const TensorToWrite> tensors) {
     std::unique_ptr<DeviceLink> device;
     auto on_device = std::find_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.device >= 0; });
     if (on_device != tensors.end()) {
@@ -47,47 +60,83 @@ Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<co
         device = std::move(link);
         RL_TRY_VOID(device->order_after_default_stream()); // kernels still writing the tensors
     }
-    RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path, device.get()));
+    return device;
+}
 
+// Pages a format finishes after the data went out: (file offset, bytes).
+using FinishedPages = std::function<Result<std::vector<std::pair<std::uint64_t, std::span<const std::byte>>>>()>;
+
+// Runs a format's plan into a new file at `path` through the file sink (an unnamed temporary
+// file until commit), writes the pages the format finished afterwards, and puts the file in
+// place. Says how it was written.
+Result<std::string> run_write_to_file(const std::string& path, const WritePlan& plan, PieceProducer& producer,
+                                      const RunSettings& settings, std::size_t tensor_count, bool on_device,
+                                      const FinishedPages& finished_pages) {
     // Declared in this order so that the ring and the sink go before the loop they use.
     asio::io_context loop{1};
     RL_TRY(sink, create_file_sink(loop, path));
-    RL_TRY_VOID(sink->reserve(graph->plan().length_bytes));
-    RL_TRY(ring, BufferRing::create(loop, {options.slot_count, options.slot_size_bytes}));
+    RL_TRY_VOID(sink->reserve(plan.length_bytes));
+    RL_TRY(ring, BufferRing::create(loop, {settings.slot_count, settings.slot_size_bytes}));
     if (sink->uses_io_uring()) {
         ring->register_with_io_uring(); // false is fine: plain buffers then
     }
     std::shared_ptr<void> pinned; // page-locked slots make the device-to-host copies DMA
-    if (device) {
+    if (on_device) {
         RL_TRY(pinning, gpu::pin_host_memory(ring->memory()));
         pinned = std::move(pinning);
     }
-    WorkerPool pool(options.worker_threads);
+    WorkerPool pool(settings.worker_threads);
     RunControls controls;
-    controls.cancel = options.cancel;
-    controls.progress = options.progress;
-    controls.progress_tensors_total = tensors.size();
-    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, graph->plan(), *graph, controls)));
+    controls.cancel = settings.cancel;
+    controls.progress = settings.progress;
+    controls.progress_tensors_total = tensor_count;
+    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, producer, controls)));
     (void)stats;
     // A cancel that came after the last window still stops the file from appearing.
-    if (options.cancel != nullptr && options.cancel->cancelled()) {
+    if (settings.cancel != nullptr && settings.cancel->cancelled()) {
         return fail(errc::cancelled, path + ": cancelled by the caller");
     }
-    RL_TRY(header_pages, graph->finished_header_pages());
-    std::vector<PageWrite> pages;
-    for (const auto& [offset, bytes] : header_pages) {
-        pages.push_back({offset, bytes});
+    if (finished_pages) {
+        RL_TRY(finished, finished_pages());
+        std::vector<PageWrite> pages;
+        for (const auto& [offset, bytes] : finished) {
+            pages.push_back({offset, bytes});
+        }
+        RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
     }
-    RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
-    RL_TRY_VOID(sink->commit(graph->plan().length_bytes));
+    RL_TRY_VOID(sink->commit(plan.length_bytes));
+    return sink->describe();
+}
+
+Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<const TensorToWrite> tensors,
+                                           const WriteOptions& options) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    const auto encryption = write_encryption(options.encryption);
+    // Tensors on a GPU are copied device-to-host into the slots by the workers.
+    RL_TRY(device, device_link_for(tensors));
+    RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path, device.get()));
+    tensorizer::WriteGraph* producer = graph.get();
+    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
+                                  [producer] { return producer->finished_header_pages(); }));
 
     WriteSummary summary;
     summary.file_bytes = graph->plan().length_bytes;
     summary.tensor_bytes = graph->tensor_bytes();
     summary.data_version = graph->data_version();
-    summary.how = sink->describe();
+    summary.how = std::move(how);
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
+}
+
+// safetensors and torch zip: local files only (remote publishing is tensorizer's key layout).
+Result<std::string> local_target(std::string_view uri, std::string_view format) {
+    if (is_remote_uri(uri)) {
+        return fail(errc::unsupported, std::string(uri) + ": " + std::string(format) +
+                                           " files are written to local paths or file:// URIs only; write "
+                                           "locally and upload the file");
+    }
+    return local_path_of(uri);
 }
 
 } // namespace
@@ -106,6 +155,50 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
     RL_TRY(summary, write_tensorizer_file(staging.path(), tensors, options));
     RL_TRY(published, publish_remote(staging.path(), uri, options.network));
     summary.how += ", then " + published;
+    summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return summary;
+}
+
+Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                       const SafetensorsWriteOptions& options) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    RL_TRY(path, local_target(uri, "safetensors"));
+    RL_TRY(device, device_link_for(tensors));
+    safetensors::LayoutOptions layout;
+    layout.alignment_bytes = options.alignment_bytes;
+    layout.metadata = options.metadata;
+    layout.keep_order = options.keep_order;
+    RL_TRY(graph, safetensors::WriteGraph::create(tensors, layout, path, device.get()));
+    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
+                                  nullptr));
+    WriteSummary summary;
+    summary.file_bytes = graph->plan().length_bytes;
+    summary.tensor_bytes = graph->tensor_bytes();
+    summary.how = std::move(how);
+    summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return summary;
+}
+
+Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                 const WriteOptions& options) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    RL_TRY(path, local_target(uri, "torch"));
+    if (options.encryption) {
+        return fail(errc::unsupported, path +
+                                           ": torch zip files are not encrypted; leave WriteOptions::encryption "
+                                           "unset");
+    }
+    RL_TRY(device, device_link_for(tensors));
+    RL_TRY(graph, torch_writer::WriteGraph::create(tensors, path, device.get()));
+    torch_writer::WriteGraph* producer = graph.get();
+    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
+                                  [producer] { return producer->finished_pages(); }));
+    WriteSummary summary;
+    summary.file_bytes = graph->plan().length_bytes;
+    summary.tensor_bytes = graph->tensor_bytes();
+    summary.how = std::move(how);
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
 }

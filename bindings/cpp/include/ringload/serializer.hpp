@@ -1,6 +1,7 @@
 // bindings/cpp/include/ringload/serializer.hpp
 //
-// Writing tensorizer files, byte-compatible with CoreWeave's tensorizer (2.11.1):
+// Writing tensorizer files, byte-compatible with CoreWeave's tensorizer (2.11.1), and
+// safetensors and torch.save zip files:
 //
 //     std::vector<ringload::TensorToWrite> tensors;
 //     tensors.push_back({{"wte.weight"}, ringload::DType::float16, {50257, 1600}, wte_bytes});
@@ -12,6 +13,7 @@
 // unnamed temporary file in the same directory, and a failed, cancelled or killed write leaves
 // the previous file (if any) as it was and nothing else behind. The data version is the lowest
 // the content needs (1; 2 for bf16 and other types numpy lacks; 3 encrypted; 4 meta tensors).
+// The same holds for write_safetensors and write_torch (local targets only).
 // Thread: blocking; distinct calls are independent.
 #pragma once
 
@@ -27,6 +29,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ringload {
 
@@ -51,5 +55,37 @@ struct WriteSummary {
 // A local path or file:// URI. The tensors' bytes must stay alive and unchanged during the call.
 Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
                                       const WriteOptions& options = {});
+
+// safetensors: the WriteOptions that apply, and the file's own.
+struct SafetensorsWriteOptions {
+    std::size_t alignment_bytes = 8; // where the data starts: 8 (as the reference) or 64
+    // "__metadata__": string to string, in this order.
+    std::vector<std::pair<std::string, std::string>> metadata;
+    // false: data sorted as safetensors sorts it (wider dtypes first, then by name), which keeps
+    // every tensor aligned to its item size and gives the bytes safetensors.torch.save_file
+    // gives; true: in the order given.
+    bool keep_order = false;
+    std::uint32_t slot_count = 32;
+    std::size_t slot_size_bytes = 4 << 20;
+    std::size_t worker_threads = 0;
+    ProgressCallback progress;
+    const CancelToken* cancel = nullptr;
+};
+
+// A safetensors file (https://github.com/huggingface/safetensors). A tensor's name is its path
+// joined with "." ({"model", "layers", 0, "w"} -> "model.layers.0.w"). Refused: meta tensors,
+// duplicate names, and dtypes safetensors has no name for (complex, float8 *fnuz / e8m0).
+// A local path or file:// URI.
+Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                       const SafetensorsWriteOptions& options = {});
+
+// A torch.save zip file of a state dict that torch.load(path, weights_only=True) reads: an
+// OrderedDict of name -> tensor (a nested path nests dicts, list indexes nest lists), each
+// tensor with its own storage, requires_grad False; meta tensors without one. Every torch since
+// 1.6 reads it, except files with float8 / uint16-64 / complex32 tensors (torch >= 2.1) or meta
+// tensors of bf16, bool or unsigned types (newer than 1.13). Refused: encryption. A local path
+// or file:// URI; `network` does not apply.
+Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                 const WriteOptions& options = {});
 
 } // namespace ringload

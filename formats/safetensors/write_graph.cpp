@@ -1,0 +1,156 @@
+// formats/safetensors/write_graph.cpp
+#include "formats/safetensors/write_graph.hpp"
+
+#include "ringload/engine/stream_copy.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <set>
+
+namespace ringload::safetensors {
+namespace {
+
+// numel * itemsize, or nothing on overflow.
+std::optional<std::uint64_t> byte_length_of(const TensorToWrite& tensor) {
+    std::uint64_t count = 1;
+    for (auto dim : tensor.shape) {
+        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
+            return std::nullopt;
+        }
+        count *= dim;
+    }
+    const std::uint64_t size = itemsize(tensor.dtype);
+    if (count != 0 && size > std::numeric_limits<std::uint64_t>::max() / count) {
+        return std::nullopt;
+    }
+    return count * size;
+}
+
+} // namespace
+
+std::string joined_name(const std::vector<PathComponent>& path) {
+    std::string name;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (i > 0) {
+            name += '.';
+        }
+        if (const auto* key = std::get_if<std::string>(&path[i])) {
+            name += *key;
+        } else {
+            name += std::to_string(std::get<std::uint64_t>(path[i]));
+        }
+    }
+    return name;
+}
+
+Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors,
+                                                       const LayoutOptions& options, std::string target_name,
+                                                       DeviceLink* device) {
+    auto graph = std::unique_ptr<WriteGraph>(new WriteGraph());
+    graph->target_ = std::move(target_name);
+    graph->device_ = device;
+    const std::string& target = graph->target_;
+    std::set<std::string_view> names;
+    for (const auto& tensor : tensors) {
+        Record record{&tensor, joined_name(tensor.path)};
+        const std::string which = target + ": tensor '" + record.name + "'";
+        if (tensor.path.empty() || record.name.empty()) {
+            return fail(errc::invalid_tensor_name, target + ": a tensor without a name");
+        }
+        if (record.name == "__metadata__") {
+            return fail(errc::invalid_tensor_name, which + ": the name is reserved for the file's metadata");
+        }
+        if (tensor.is_meta) {
+            return fail(errc::unsupported,
+                        which + ": a meta tensor (shape only): safetensors stores data for every tensor");
+        }
+        if (tensor.device >= 0 && (device == nullptr || device->ordinal() != tensor.device)) {
+            return fail(errc::invalid_argument, which + ": on cuda:" + std::to_string(tensor.device) +
+                                                    " without a link to that device (one device per write)");
+        }
+        auto named = dtype_name(tensor.dtype);
+        if (!named) {
+            return fail(named.error().code, which + ": " + named.error().detail);
+        }
+        auto length = byte_length_of(tensor);
+        if (!length) {
+            return fail(errc::invalid_argument, which + ": the shape is too large");
+        }
+        if (tensor.bytes.size() != *length) {
+            return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) +
+                                                    " bytes given, but its dtype and shape need " +
+                                                    std::to_string(*length));
+        }
+        graph->records_.push_back(std::move(record));
+    }
+    for (const auto& record : graph->records_) {
+        if (!names.insert(record.name).second) {
+            return fail(errc::invalid_tensor_name, target + ": tensor '" + record.name + "' given twice");
+        }
+    }
+    if (!options.keep_order) {
+        std::stable_sort(graph->records_.begin(), graph->records_.end(), [](const Record& a, const Record& b) {
+            const int rank_a = reference_rank(a.tensor->dtype);
+            const int rank_b = reference_rank(b.tensor->dtype);
+            return rank_a != rank_b ? rank_a > rank_b : a.name < b.name;
+        });
+    }
+
+    std::vector<HeaderEntry> entries;
+    std::uint64_t offset = 0;
+    for (const auto& record : graph->records_) {
+        const std::uint64_t length = record.tensor->bytes.size();
+        entries.push_back({record.name, record.tensor->dtype, record.tensor->shape, offset, offset + length});
+        offset += length;
+    }
+    auto header = build_header(entries, options.metadata, options.alignment_bytes);
+    if (!header) {
+        return with_context(header.error(), target);
+    }
+    graph->header_ = std::move(*header);
+    graph->tensor_bytes_ = offset;
+
+    // Pieces: the header, then each tensor's bytes (zero-length pieces for empty tensors keep
+    // tags and records in step; the executor skips them).
+    WritePlan& plan = graph->plan_;
+    std::uint64_t at = 0;
+    plan.pieces.push_back({at, graph->header_.size(), false, 0});
+    at += graph->header_.size();
+    for (std::size_t r = 0; r < graph->records_.size(); ++r) {
+        const std::uint64_t length = graph->records_[r].tensor->bytes.size();
+        plan.pieces.push_back({at, length, false, r + 1});
+        at += length;
+    }
+    plan.length_bytes = at;
+    return graph;
+}
+
+Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) {
+    if (piece.tag == 0) {
+        std::memcpy(dst.data(), header_.data() + from, dst.size());
+        return {};
+    }
+    const Record& record = records_[piece.tag - 1];
+    const std::byte* source = record.tensor->bytes.data() + from;
+    if (record.tensor->device >= 0) {
+        auto copied = device_->download(dst.data(), source, dst.size());
+        if (!copied) {
+            return fail(copied.error().code, target_ + ": tensor '" + record.name + "': " + copied.error().detail);
+        }
+        return {};
+    }
+    copy_to_destination(dst.data(), source, dst.size());
+    return {};
+}
+
+Result<void> WriteGraph::produce_whole(const WritePiece& piece, std::span<std::byte> first,
+                                       std::span<std::byte> second) {
+    (void)piece;
+    (void)first;
+    (void)second;
+    return fail(errc::invalid_argument, target_ + ": a safetensors file has no pieces produced whole");
+}
+
+} // namespace ringload::safetensors

@@ -108,3 +108,41 @@ def test_malicious_pickles_are_refused_by_name(name):
 def test_legacy_torch_files_get_a_clear_error():
     with pytest.raises(ringload.RingloadError, match="legacy torch format"):
         ringload.load_file(os.path.join(TORCH_FIXTURES, "legacy_format.pt"))
+
+
+def test_save_file_writes_what_safetensors_and_torch_read(tmp_path):
+    state = every_dtype_state()
+    path = tmp_path / "ours.safetensors"
+    ringload.save_file(state, str(path), metadata={"format": "pt", "origin": "ringload"})
+    with safetensors_torch.safe_open(str(path), framework="pt") as opened:
+        assert opened.metadata() == {"format": "pt", "origin": "ringload"}
+    expected = safetensors_torch.load_file(str(path))
+    assert sorted(expected) == sorted(state)
+    for name, tensor in state.items():
+        assert torch.equal(expected[name], tensor), name
+    assert (path.stat().st_size - 0) > 0 and not list(tmp_path.glob("*.partial"))
+    # 64-byte alignment: the data starts on a 64-byte boundary.
+    aligned = tmp_path / "aligned.safetensors"
+    ringload.save_file(state, str(aligned), alignment=64)
+    header_length = int.from_bytes(aligned.read_bytes()[:8], "little")
+    assert (8 + header_length) % 64 == 0
+    assert all(torch.equal(v, state[k]) for k, v in safetensors_torch.load_file(str(aligned)).items())
+
+    torch_path = tmp_path / "ours.pt"
+    ringload.save_file(state, str(torch_path), format="torch")
+    loaded = torch.load(str(torch_path), weights_only=True)
+    assert sorted(loaded) == sorted(state)
+    for name, tensor in state.items():
+        assert torch.equal(loaded[name], tensor), name
+    # And back through ringload.
+    again = ringload.load_file(str(torch_path))
+    assert all(torch.equal(again[name], tensor) for name, tensor in state.items())
+
+
+def test_save_file_refuses_what_a_format_cannot_hold(tmp_path):
+    with pytest.raises(ringload.RingloadError, match="complex64"):
+        ringload.save_file({"c": torch.zeros(2, dtype=torch.complex64)}, str(tmp_path / "c.safetensors"))
+    assert not (tmp_path / "c.safetensors").exists()
+    with pytest.raises(ValueError, match="only tensorizer"):
+        ringload.TensorSerializer(str(tmp_path / "e.pt"), format="torch",
+                                  encryption=ringload.EncryptionParams.random())

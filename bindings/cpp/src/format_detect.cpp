@@ -25,12 +25,14 @@ Task<Result<Index>> read_any_index(Source& source) {
         auto reading = tensorizer::read_index(source);
         co_return co_await std::move(reading);
     }
-    if (torch_zip::has_torch_zip_magic(head_span) || torch_zip::has_legacy_torch_magic(head_span)) {
-        auto reading = torch_zip::read_index(source); // a legacy file gets its own message there
-        co_return co_await std::move(reading);
-    }
+    // safetensors before the legacy torch check: a header length of 0x0280 begins 80 02, as a
+    // protocol-2 pickle does; a legacy file's byte 8 (inside its magic number) is never '{'.
     if (safetensors::has_safetensors_shape(head_span, source.size_bytes())) {
         auto reading = safetensors::read_index(source);
+        co_return co_await std::move(reading);
+    }
+    if (torch_zip::has_torch_zip_magic(head_span) || torch_zip::has_legacy_torch_magic(head_span)) {
+        auto reading = torch_zip::read_index(source); // a legacy file gets its own message there
         co_return co_await std::move(reading);
     }
     co_return fail(errc::not_tensorizer, source.name() +

@@ -1,4 +1,5 @@
-"""TensorSerializer: writes a tensorizer file, as tensorizer's does.
+"""TensorSerializer: writes a tensorizer file, as tensorizer's does (or, with format=, a
+safetensors or torch.save zip file).
 
     with ringload.TensorSerializer("model.tensors", encryption=ringload.EncryptionParams.random()) as s:
         s.write_module(model)              # or write_state_dict(sd), write_tensor(...)
@@ -19,10 +20,19 @@ _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
 
 
 class TensorSerializer:
-    """Collects tensors and writes them as one tensorizer file (local path, s3:// or redis://)."""
+    """Collects tensors and writes them as one tensorizer file (local path, s3:// or redis://).
+
+    format="safetensors" or "torch" writes those instead (local paths; no encryption);
+    metadata (str to str) and alignment (8 or 64) are safetensors'."""
 
     def __init__(self, file_obj, compress_tensors: bool = False, *, encryption: Optional[EncryptionParams] = None,
-                 **unused):
+                 format: str = "tensorizer", metadata: Optional[dict] = None, alignment: int = 8, **unused):
+        if format not in ("tensorizer", "safetensors", "torch"):
+            raise ValueError(f"format must be tensorizer, safetensors or torch, not {format}")
+        if encryption is not None and format != "tensorizer":
+            raise ValueError("only tensorizer files can be encrypted")
+        self._format, self._alignment = format, alignment
+        self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
         if compress_tensors:
             raise ValueError("compressed tensors are not supported (tensorizer deprecated them)")
         if isinstance(file_obj, (str, os.PathLike)):
@@ -96,7 +106,8 @@ class TensorSerializer:
             kwargs = secret_kwargs(self._encryption)
             if self._encryption is not None and self._encryption.key is None:
                 kwargs.update(opslimit=self._encryption._opslimit, memlimit=self._encryption._memlimit)
-            self.summary = _ringload.write_tensorizer(self._uri, self._rows, **kwargs)
+            self.summary = _ringload.write_tensorizer(self._uri, self._rows, format=self._format,
+                                                      metadata=self._metadata, alignment=self._alignment, **kwargs)
         finally:
             self._rows, self._keep = [], []
 
@@ -108,3 +119,9 @@ class TensorSerializer:
             self.close()
         else:
             self._closed = True  # nothing is written after a failure
+
+
+def write_file(tensors: dict, filename, *, format: str, metadata: Optional[dict] = None, alignment: int = 8) -> None:
+    """A dict of name to tensor (nested dicts and lists allowed) as one file of `format`."""
+    with TensorSerializer(filename, format=format, metadata=metadata, alignment=alignment) as serializer:
+        serializer.write_state_dict(tensors)

@@ -2,12 +2,14 @@
 //
 // _ringload.write_tensorizer: tensors given as (path, dtype, shape, address, byte length,
 // device, is_meta, module_index, tensor_type), written through the engine with the GIL
-// released. The Python caller keeps the tensors alive (and unchanged) during the call.
+// released, as a tensorizer, safetensors or torch zip file (`format`). The Python caller keeps
+// the tensors alive (and unchanged) during the call.
 #include "binding.hpp"
 
 #include "ringload/serializer.hpp"
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,8 +30,28 @@ std::vector<PathComponent> path_of(const nb::list& components) {
     return path;
 }
 
+// The engine's writer for `format`.
+Result<WriteSummary> write_as(const std::string& format, const std::string& uri, std::span<const TensorToWrite> records,
+                              WriteOptions options, SafetensorsWriteOptions safetensors_options) {
+    if (format == "safetensors") {
+        return write_safetensors(uri, records, safetensors_options);
+    }
+    if (format == "torch") {
+        return write_torch(uri, records, options);
+    }
+    return write_tensorizer(uri, records, options);
+}
+
 nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
-               std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit) {
+               std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
+               const std::string& format, std::vector<std::pair<std::string, std::string>> metadata,
+               std::size_t alignment) {
+    if (format != "tensorizer" && format != "safetensors" && format != "torch") {
+        throw nb::value_error(("format must be tensorizer, safetensors or torch, not " + format).c_str());
+    }
+    if (format != "tensorizer" && (key || passphrase)) {
+        throw nb::value_error("only tensorizer files can be encrypted");
+    }
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
         auto row = nb::cast<nb::tuple>(item);
@@ -56,10 +78,13 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     } else if (passphrase) {
         options.encryption = value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
     }
+    SafetensorsWriteOptions safetensors_options;
+    safetensors_options.metadata = std::move(metadata);
+    safetensors_options.alignment_bytes = alignment;
     Result<WriteSummary> written = fail(errc::invalid_argument, "not written");
     {
         nb::gil_scoped_release released;
-        written = write_tensorizer(uri, records, options);
+        written = write_as(format, uri, records, std::move(options), std::move(safetensors_options));
     }
     WriteSummary summary = value_or_throw(std::move(written));
     nb::dict out;
@@ -76,7 +101,10 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
 void bind_serializer(nb::module_& m) {
     m.def("write_tensorizer", &write, nb::arg("uri"), nb::arg("tensors"), nb::arg("key").none() = nb::none(),
           nb::arg("passphrase").none() = nb::none(), nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20,
-          "Writes a tensorizer file from (path, dtype, shape, address, nbytes, device, is_meta, module_index, "
+          nb::arg("format") = "tensorizer", nb::arg("metadata") = std::vector<std::pair<std::string, std::string>>{},
+          nb::arg("alignment") = 8,
+          "Writes a tensorizer (or safetensors, torch) file from (path, dtype, shape, address, nbytes, device, "
+          "is_meta, module_index, "
           "tensor_type) rows; the file appears only when complete");
     m.def("random_key", [] {
         auto params = EncryptionParams::random();

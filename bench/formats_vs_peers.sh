@@ -4,7 +4,8 @@
 # Issue #8's benchmark, in one run, interleaved round by round: the same tensors (>= 2 GiB) as
 # tensorizer, safetensors and torch.save zip files (the two copies written next to the input by
 # bench/make_format_copies.py with the real libraries), each loaded cold to CPU memory by
-#   disk:         fio's O_DIRECT io_uring sequential read of that file (the limit),
+#   disk:         the faster of fio's O_DIRECT io_uring sequential read of that file and our
+#                 raw reader's (ringload-rawread, the same pattern): the limit,
 #   ringload:     `ringload load FILE` (the CLI: the engine),
 #   ringload-py:  ringload.load_file from Python,
 #   peer:         safetensors.torch.load_file, or torch.load(weights_only=True),
@@ -15,6 +16,7 @@ set -euo pipefail
 build=$1 file=$2 rounds=${3:-3}
 ringload=$build/bindings/cli/ringload
 warm=$build/bench/ringload-warm-ram
+rawread=$build/bench/ringload-rawread
 python=${PYTHON:-.venv/bin/python}
 export PYTHONPATH=$build/bindings/python
 dir=$(dirname "$file")
@@ -40,7 +42,9 @@ for round in $(seq 1 "$rounds"); do
             safetensors) target=$dir/model.safetensors peer=safetensors ;;
             torch) target=$dir/model.pt peer=torch ;;
         esac
-        prepare; disk=$(fio_rate "$target")
+        prepare; fio=$(fio_rate "$target")
+        prepare; raw=$("$rawread" "$target" --json | json_field "d['gb_per_s']")
+        disk=$(python3 -c "print(max($fio, $raw))")
         prepare; c=$(cli "$target")
         p=0 r=0
         if [ $format != tensorizer ]; then

@@ -1,6 +1,8 @@
 // engine/src/tensor_info.cpp
 #include "ringload/tensor_info.hpp"
 
+#include <limits>
+
 #include <numeric>
 
 namespace ringload {
@@ -34,6 +36,21 @@ std::uint64_t Index::total_tensor_bytes() const noexcept {
         total += tensor.byte_length;
     }
     return total;
+}
+
+std::optional<std::uint64_t> checked_byte_length(std::span<const std::uint64_t> shape, DType dtype) noexcept {
+    std::uint64_t count = 1;
+    for (auto dim : shape) {
+        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
+            return std::nullopt;
+        }
+        count *= dim;
+    }
+    const std::uint64_t size = itemsize(dtype);
+    if (count != 0 && size > std::numeric_limits<std::uint64_t>::max() / count) {
+        return std::nullopt;
+    }
+    return count * size;
 }
 
 } // namespace ringload

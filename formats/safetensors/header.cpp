@@ -33,18 +33,6 @@ Result<std::vector<std::uint64_t>> parse_shape(const std::string& name, const Js
     return dims;
 }
 
-// numel * itemsize, or nothing when it overflows 64 bits.
-std::optional<std::uint64_t> byte_count(const std::vector<std::uint64_t>& shape, std::size_t item) {
-    std::uint64_t count = item;
-    for (std::uint64_t dim : shape) {
-        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
-            return std::nullopt;
-        }
-        count *= dim;
-    }
-    return count;
-}
-
 Result<TensorInfo> parse_tensor(const std::string& name, const Json& entry, std::uint64_t data_start) {
     if (!entry.is_object()) {
         return bad_tensor(name, "its entry is not an object");
@@ -74,7 +62,7 @@ Result<TensorInfo> parse_tensor(const std::string& name, const Json& entry, std:
         return bad_tensor(
             name, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] end before they begin");
     }
-    const auto expected = byte_count(shape, itemsize(*dtype));
+    const auto expected = checked_byte_length(shape, *dtype);
     if (!expected) {
         return bad_tensor(name, "its shape's byte count overflows 64 bits");
     }

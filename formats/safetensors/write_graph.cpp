@@ -10,25 +10,6 @@
 #include <set>
 
 namespace ringload::safetensors {
-namespace {
-
-// numel * itemsize, or nothing on overflow.
-std::optional<std::uint64_t> byte_length_of(const TensorToWrite& tensor) {
-    std::uint64_t count = 1;
-    for (auto dim : tensor.shape) {
-        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
-            return std::nullopt;
-        }
-        count *= dim;
-    }
-    const std::uint64_t size = itemsize(tensor.dtype);
-    if (count != 0 && size > std::numeric_limits<std::uint64_t>::max() / count) {
-        return std::nullopt;
-    }
-    return count * size;
-}
-
-} // namespace
 
 std::string joined_name(const std::vector<PathComponent>& path) {
     std::string name;
@@ -74,7 +55,7 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
         if (!named) {
             return fail(named.error().code, which + ": " + named.error().detail);
         }
-        auto length = byte_length_of(tensor);
+        auto length = checked_byte_length(tensor.shape, tensor.dtype);
         if (!length) {
             return fail(errc::invalid_argument, which + ": the shape is too large");
         }

@@ -50,22 +50,6 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
     return text + "]";
 }
 
-// numel * itemsize, or nothing on overflow.
-std::optional<std::uint64_t> byte_length_of(const TensorToWrite& tensor) {
-    std::uint64_t count = 1;
-    for (auto dim : tensor.shape) {
-        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
-            return std::nullopt;
-        }
-        count *= dim;
-    }
-    const std::uint64_t size = itemsize(tensor.dtype);
-    if (count != 0 && size > std::numeric_limits<std::uint64_t>::max() / count) {
-        return std::nullopt;
-    }
-    return count * size;
-}
-
 } // namespace
 
 struct WriteGraph::HashState {
@@ -116,7 +100,7 @@ Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const Wr
     if (tensor.path.empty()) {
         return fail(errc::invalid_tensor_name, "a tensor without a name");
     }
-    auto byte_length = byte_length_of(tensor);
+    auto byte_length = checked_byte_length(tensor.shape, tensor.dtype);
     if (!byte_length) {
         return fail(errc::invalid_argument, which + ": shape " + shape_text(tensor.shape) + " is too large");
     }

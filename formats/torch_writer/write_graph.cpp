@@ -35,21 +35,6 @@ std::string path_text(const std::vector<PathComponent>& path) {
     return text;
 }
 
-std::optional<std::uint64_t> byte_length_of(const TensorToWrite& tensor) {
-    std::uint64_t count = 1;
-    for (auto dim : tensor.shape) {
-        if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
-            return std::nullopt;
-        }
-        count *= dim;
-    }
-    const std::uint64_t size = itemsize(tensor.dtype);
-    if (count != 0 && size > std::numeric_limits<std::uint64_t>::max() / count) {
-        return std::nullopt;
-    }
-    return count * size;
-}
-
 } // namespace
 
 struct WriteGraph::Record {
@@ -84,7 +69,7 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
             return fail(errc::invalid_argument, which + ": on cuda:" + std::to_string(tensor.device) +
                                                     " without a link to that device (one device per write)");
         }
-        auto length = byte_length_of(tensor);
+        auto length = checked_byte_length(tensor.shape, tensor.dtype);
         if (!length) {
             return fail(errc::invalid_argument, which + ": the shape is too large");
         }

@@ -10,6 +10,8 @@
 //   - a model that lives on the GPU is written (device-to-host through the ring) and reads
 //     back with the manifest's values, plain and encrypted;
 //   - a wrong key and a file cut short fail the load (no hang) and the next load works;
+//   - safetensors and torch zip files load to the device with the CPU path's bytes (torch
+//     views share device memory; big-endian storages are swapped in the slots);
 //   - a device that does not exist is refused with its name.
 #include "../support/decryption_support.hpp"
 #include "../support/test_support.hpp"
@@ -19,6 +21,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <optional>
 
 namespace ringload {
 namespace {
@@ -195,6 +199,75 @@ TEST(GpuLoad, AWrongKeyOrATruncatedFileFailsTheLoadWithoutAHang) {
     std::filesystem::remove(cut);
     ASSERT_TRUE(again) << again.error().message();
     expect_manifest_hashes(*again, testing::read_json(original.string() + ".json"));
+}
+
+// The sha256 of each tensor by its path, as loaded.
+std::map<std::string, std::string> hashes_by_name(const LoadedModel& model) {
+    std::map<std::string, std::string> hashes;
+    for (const auto& tensor : model.tensors) {
+        hashes[tensor.info.display_name()] = tensor.sha256_hex;
+    }
+    return hashes;
+}
+
+TEST(GpuLoad, SafetensorsLoadsToTheDeviceAsOnTheCpuWithAndWithoutConversion) {
+    SKIP_WITHOUT_GPU();
+    testing::TempDir dir;
+    const auto source = (tensorizer_dir() / "large_mixed_v2.tensors").string();
+    auto model = Deserializer::open(source).value().load().value();
+    const auto path = (dir.path() / "model.safetensors").string();
+    ASSERT_TRUE(write_safetensors(path, tensors_to_write(model)));
+    for (std::optional<DType> dtype : {std::optional<DType>{}, std::optional<DType>{DType::float16}}) {
+        SCOPED_TRACE(dtype ? "to float16" : "as stored");
+        LoadOptions options;
+        options.dtype = dtype;
+        options.compute_sha256 = true;
+        auto cpu = Deserializer::open(path).value().load(options);
+        ASSERT_TRUE(cpu) << cpu.error().message();
+        options.device = "cuda:0";
+        options.slot_count = 3;
+        options.slot_size_bytes = 64 << 10;
+        auto gpu = Deserializer::open(path).value().load(options);
+        ASSERT_TRUE(gpu) << gpu.error().message();
+        EXPECT_EQ(hashes_by_name(*gpu), hashes_by_name(*cpu));
+    }
+}
+
+TEST(GpuLoad, TorchZipStoragesLoadToTheDeviceAsViews) {
+    SKIP_WITHOUT_GPU();
+    const auto torch_dir = testing::data_dir() / "torch";
+    for (const char* file : {"plain_state_dict.pt", "module_state_dict.pt", "handmade_big_endian.pt"}) {
+        SCOPED_TRACE(file);
+        const auto path = (torch_dir / file).string();
+        LoadOptions options;
+        options.compute_sha256 = true;
+        options.slot_count = 3;
+        options.slot_size_bytes = 4096; // storages across slots: byte swapping in the slot per piece
+        auto cpu = Deserializer::open(path).value().load(options);
+        ASSERT_TRUE(cpu) << cpu.error().message();
+        options.device = "cuda:0";
+        auto gpu = Deserializer::open(path).value().load(options);
+        ASSERT_TRUE(gpu) << gpu.error().message();
+        EXPECT_EQ(hashes_by_name(*gpu), hashes_by_name(*cpu));
+    }
+    // Views of one storage share device memory; a non-contiguous one is refused unless the
+    // caller takes strided views.
+    const auto views = (torch_dir / "shared_storage_views.pt").string();
+    LoadOptions options;
+    options.device = "cuda:0";
+    auto refused = Deserializer::open(views).value().load(options);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, errc::unsupported);
+    options.contiguous = false;
+    auto loaded = Deserializer::open(views).value().load(options);
+    ASSERT_TRUE(loaded) << loaded.error().message();
+    std::map<std::string, const LoadedTensor*> by_name;
+    for (const auto& tensor : loaded->tensors) {
+        by_name[tensor.info.display_name()] = &tensor;
+    }
+    EXPECT_EQ(by_name.at("base")->bytes.data(), by_name.at("alias_same_object")->bytes.data());
+    EXPECT_EQ(by_name.at("slice")->bytes.data(), by_name.at("base")->bytes.data() + 4 * sizeof(float));
+    EXPECT_EQ(by_name.at("transposed")->info.strides, (std::vector<std::uint64_t>{1, 6}));
 }
 
 TEST(GpuLoad, ADeviceThatDoesNotExistIsRefusedByName) {

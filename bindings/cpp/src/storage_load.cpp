@@ -33,7 +33,7 @@ std::vector<CopySpan> storage_spans(const Index& index, const StorageBlock& bloc
 }
 
 // The tensor's first element in the block.
-std::byte* first_element(const Index& index, const StorageBlock& block, std::byte* base, const TensorInfo& tensor) {
+std::byte* first_element(const StorageBlock& block, std::byte* base, const TensorInfo& tensor) {
     return base + block.offset_of[*tensor.storage_index] + tensor.storage_offset * itemsize(tensor.dtype);
 }
 
@@ -100,7 +100,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
     pool.parallel_for(layout.tensors.size(), [&](std::size_t k) {
         const PlannedTensor& planned = layout.tensors[k];
         const TensorInfo& stored = index.tensors[planned.index];
-        std::byte* first = first_element(index, block, base, stored);
+        std::byte* first = first_element(block, base, stored);
         if (!copies[k]) {
             model.tensors[k] = view_of(stored, planned, first);
             return;
@@ -158,7 +158,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_device(const LoadOption
     model.how = source->describe() + ", to " + link.name();
     for (const auto& planned : layout.tensors) {
         const TensorInfo& stored = index.tensors[planned.index];
-        model.tensors.push_back(view_of(stored, planned, first_element(index, block, memory.get(), stored)));
+        model.tensors.push_back(view_of(stored, planned, first_element(block, memory.get(), stored)));
         model.bytes += stored.byte_length;
     }
     return model;

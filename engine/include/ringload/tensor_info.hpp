@@ -75,6 +75,10 @@ struct Index {
     std::uint64_t total_tensor_bytes() const noexcept;
 };
 
+// numel * itemsize of `shape` in `dtype`, or nothing when it overflows 64 bits (a shape read
+// from a file, or given by a caller, is checked before anything is sized by it).
+std::optional<std::uint64_t> checked_byte_length(std::span<const std::uint64_t> shape, DType dtype) noexcept;
+
 // A tensor for a writer: its name, type, and where its bytes are (host memory, C order,
 // little-endian, numel * itemsize bytes). The caller keeps the bytes alive and unchanged until
 // the write returns.

@@ -55,8 +55,11 @@ CopyGraph::~CopyGraph() {
 Result<std::unique_ptr<CopyGraph>> CopyGraph::create(std::vector<CopySpan> spans, DeviceLink* device,
                                                      std::string source_name) {
     std::unique_ptr<CopyGraph> graph(new CopyGraph(device, std::move(source_name)));
-    std::sort(spans.begin(), spans.end(),
-              [](const CopySpan& a, const CopySpan& b) { return a.source_offset_bytes < b.source_offset_bytes; });
+    // By offset, then length: an empty span sorts before the span that starts where it lies.
+    std::sort(spans.begin(), spans.end(), [](const CopySpan& a, const CopySpan& b) {
+        return a.source_offset_bytes != b.source_offset_bytes ? a.source_offset_bytes < b.source_offset_bytes
+                                                              : a.length_bytes < b.length_bytes;
+    });
     for (auto& span : spans) {
         if (span.convert_to && device == nullptr) {
             return fail(errc::invalid_argument, graph->source_name_ + ": " + span.name +

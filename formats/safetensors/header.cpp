@@ -14,6 +14,7 @@ namespace ringload::safetensors {
 namespace {
 
 using Json = nlohmann::ordered_json; // keeps __metadata__ in the file's order
+constexpr int max_json_depth = 16;
 
 Error bad_tensor(const std::string& name, const std::string& what) {
     return fail(errc::format_error, "safetensors header: tensor '" + name + "': " + what);
@@ -26,7 +27,8 @@ Result<std::vector<std::uint64_t>> parse_shape(const std::string& name, const Js
     std::vector<std::uint64_t> dims;
     for (const auto& dim : shape) {
         if (!dim.is_number_unsigned()) {
-            return bad_tensor(name, "\"shape\" holds " + dim.dump() + ", not a non-negative integer");
+            return bad_tensor(name,
+                              std::string("\"shape\" holds a ") + dim.type_name() + ", not a non-negative integer");
         }
         dims.push_back(dim.get<std::uint64_t>());
     }
@@ -146,7 +148,21 @@ Result<Index> parse_header(std::span<const std::byte> header, std::uint64_t file
         return fail(errc::format_error, "safetensors: the header does not start with '{'");
     }
     const auto* text = reinterpret_cast<const char*>(header.data());
-    Json json = Json::parse(text, text + header.size(), nullptr, false);
+    // A valid header nests 4 levels; a hostile one could nest a million (the reference stops at
+    // 128): deeper values are dropped while parsing and the header refused.
+    bool too_deep = false;
+    const Json::parser_callback_t depth_limit = [&too_deep](int depth, Json::parse_event_t, Json&) {
+        if (depth > max_json_depth) {
+            too_deep = true;
+            return false;
+        }
+        return true;
+    };
+    Json json = Json::parse(text, text + header.size(), depth_limit, false);
+    if (too_deep) {
+        return fail(errc::format_error,
+                    "safetensors: the header nests deeper than " + std::to_string(max_json_depth) + " levels");
+    }
     if (json.is_discarded() || !json.is_object()) {
         return fail(errc::format_error, "safetensors: the header is not a JSON object");
     }

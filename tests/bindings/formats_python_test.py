@@ -55,6 +55,16 @@ def test_safetensors_files_written_by_safetensors_load_with_equal_values(tmp_pat
         assert torch.equal(got[name], tensor), name
 
 
+def test_safetensors_with_many_empty_tensors_between_others(tmp_path):
+    # Empty tensors share their offset with the next tensor: more than 16 of them, so that
+    # sorting is not the insertion sort that happens to keep file order.
+    state = {f"t{i:02d}": (torch.zeros(0) if i % 3 == 0 else torch.full((i,), float(i))) for i in range(60)}
+    path = tmp_path / "empties.safetensors"
+    safetensors_torch.save_file(state, str(path))
+    got = ringload.load_file(str(path))
+    assert all(torch.equal(got[name], tensor) for name, tensor in state.items())
+
+
 def test_safetensors_filter_and_dtype_through_the_deserializer(tmp_path):
     state = every_dtype_state()
     path = tmp_path / "peer.safetensors"

@@ -118,6 +118,8 @@ state = {
     "base": base,
     "big": torch.randn(512, 1024),
     "nested": {"layers": [torch.ones(3), torch.zeros(2, 2)]},
+    "empty_view": torch.empty(2, 3).t()[:0],  # empty and non-contiguous: nothing to gather
+    "expanded": torch.arange(4.0).reshape(4, 1).expand(4, 3),
 }
 saved = os.path.join(work, "state.pt")
 torch.save(state, saved)

@@ -92,6 +92,15 @@ TEST(SafetensorsHeader, RefusesWhatTheReferenceRefuses) {
     }
 }
 
+TEST(SafetensorsHeader, RefusesDeepNestingWithoutRecursing) {
+    // A million nested lists in "shape": refused, no stack overflow (the reference stops at 128).
+    const std::string deep = R"({"a":{"dtype":"U8","shape":)" + std::string(1'000'000, '[') +
+                             std::string(1'000'000, ']') + R"(,"data_offsets":[0,0]}})";
+    auto index = parse(deep, 0);
+    ASSERT_FALSE(index);
+    EXPECT_NE(index.error().message().find("nests deeper"), std::string::npos) << index.error().message();
+}
+
 TEST(SafetensorsHeader, ChecksTheLengthFieldAgainstTheFile) {
     EXPECT_EQ(*parse_header_length(as_bytes(length_field(2)), 10), 2u);
     auto too_large = parse_header_length(as_bytes(length_field(100'000'001)), 200'000'000);

@@ -34,14 +34,12 @@ StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_
 }
 
 bool is_c_contiguous(const TensorInfo& tensor) noexcept {
-    if (tensor.strides.empty()) {
-        return true;
+    const bool empty = std::find(tensor.shape.begin(), tensor.shape.end(), 0) != tensor.shape.end();
+    if (tensor.strides.empty() || empty) {
+        return true; // no elements: any strides read nothing
     }
     std::uint64_t expected = 1;
     for (std::size_t d = tensor.shape.size(); d-- > 0;) {
-        if (tensor.shape[d] == 0) {
-            return true; // no elements: any strides read nothing
-        }
         if (tensor.shape[d] != 1 && tensor.strides[d] != expected) {
             return false;
         }
@@ -68,8 +66,10 @@ std::uint64_t view_extent_bytes(const TensorInfo& tensor) noexcept {
 void gather_view(std::byte* out, const std::byte* first, const TensorInfo& tensor) noexcept {
     const std::size_t item = itemsize(tensor.dtype);
     const std::size_t rank = tensor.shape.size();
-    if (is_c_contiguous(tensor)) {
-        std::memcpy(out, first, tensor.byte_length);
+    if (is_c_contiguous(tensor)) { // also every empty tensor: nothing to copy
+        if (tensor.byte_length > 0) {
+            std::memcpy(out, first, tensor.byte_length);
+        }
         return;
     }
     // An odometer over the indexes; the innermost dimension is copied in one loop.

@@ -154,7 +154,7 @@ public:
             nb::gil_scoped_release released; // network reads, Argon2id
             opened = Deserializer::open(uri, std::move(options));
         }
-        inner_ = std::make_unique<Deserializer>(value_or_throw(std::move(opened)));
+        inner_ = std::make_shared<Deserializer>(value_or_throw(std::move(opened)));
     }
 
     nb::list tensors() {
@@ -170,7 +170,9 @@ public:
                                  std::optional<std::string> dtype, bool verify,
                                  std::optional<std::vector<std::uintptr_t>> destinations, std::size_t slot_size,
                                  std::uint32_t slot_count, std::size_t threads, nb::object progress) {
-        Deserializer& deserializer = opened();
+        opened();
+        const std::shared_ptr<Deserializer> kept = inner_; // alive through a close() meanwhile
+        Deserializer& deserializer = *kept;
         const Index& index = deserializer.index();
         // Tensors are told apart by their place in the index (offsets are not unique: torch
         // views share a storage, empty safetensors tensors share an offset). The filter and
@@ -180,7 +182,9 @@ public:
             if (indices[k] >= index.tensors.size()) {
                 throw nb::index_error("tensor index out of range");
             }
-            k_of_index[indices[k]] = k;
+            if (!k_of_index.emplace(indices[k], k).second) {
+                throw nb::value_error("a tensor index appears twice in one load");
+            }
         }
         const auto index_of = [&](const TensorInfo& info) {
             return static_cast<std::size_t>(&info - index.tensors.data());
@@ -229,8 +233,8 @@ public:
         auto loaded = std::make_shared<Loaded>();
         Result<LoadedModel> model = fail(errc::invalid_argument, "not loaded");
         {
-            std::lock_guard lock(mutex_);
             nb::gil_scoped_release released;
+            std::lock_guard lock(mutex_);
             model = deserializer.load(options);
         }
         if (callback_failure) {
@@ -247,6 +251,7 @@ public:
     }
 
     const Index& index() { return opened().index(); }
+    // A load running on another thread keeps its own reference: the file goes when it ends.
     void close() { inner_.reset(); }
     bool closed() const { return inner_ == nullptr; }
 
@@ -258,8 +263,10 @@ private:
         return *inner_;
     }
 
-    std::unique_ptr<Deserializer> inner_;
-    std::mutex mutex_; // one load at a time: the engine's deserializer is single-threaded
+    std::shared_ptr<Deserializer> inner_;
+    // One load at a time: the engine's deserializer is single-threaded. Taken with the GIL
+    // released (a waiting thread must not hold the GIL the running load's progress needs).
+    std::mutex mutex_;
 };
 
 NetworkOptions network_options(std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,

@@ -217,7 +217,8 @@ TEST(SafetensorsWriter, DeviceTensorsGoThroughTheLink) {
     auto run = testing::run_to_completion(loop, run_write_plan(*sink, *ring, pool, (*graph)->plan(), **graph, {}));
     ASSERT_TRUE(run) << run.error().message();
     ASSERT_TRUE(sink->commit((*graph)->plan().length_bytes));
-    auto parsed = parse(testing::read_file(path));
+    const auto file = testing::read_file(path); // parsed.data points into it
+    auto parsed = parse(file);
     ASSERT_EQ(parsed.data.size(), first.size() + second.size());
     EXPECT_TRUE(std::equal(first.begin(), first.end(), parsed.data.begin()));
     EXPECT_TRUE(std::equal(second.begin(), second.end(), parsed.data.begin() + first.size()));

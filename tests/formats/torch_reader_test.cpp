@@ -563,7 +563,9 @@ const std::string proto2 = ops({0x80, 2});
 
 Result<PickleTree> unpickle(const std::string& pickle) {
     std::vector<std::byte> bytes(pickle.size());
-    std::memcpy(bytes.data(), pickle.data(), pickle.size());
+    if (!pickle.empty()) {
+        std::memcpy(bytes.data(), pickle.data(), pickle.size());
+    }
     return unpickle_weights_only(bytes); // the tree owns what it refers to; the bytes may go
 }
 

@@ -98,18 +98,6 @@ struct Node {
     std::map<PathComponent, Node*> by_key;
 };
 
-std::string path_text(const std::vector<PathComponent>& path) {
-    std::string text;
-    for (const auto& part : path) {
-        if (const auto* key = std::get_if<std::string>(&part)) {
-            text += (text.empty() ? "" : ".") + *key;
-        } else {
-            text += "[" + std::to_string(std::get<std::uint64_t>(part)) + "]";
-        }
-    }
-    return text;
-}
-
 Result<void> insert(Node& root, const PickledTensor& tensor, std::size_t index) {
     const std::string which = "tensor '" + path_text(tensor.path) + "'";
     if (tensor.path.empty()) {
@@ -441,6 +429,18 @@ private:
 };
 
 } // namespace
+
+std::string path_text(const std::vector<PathComponent>& path) {
+    std::string text;
+    for (const auto& part : path) {
+        if (const auto* key = std::get_if<std::string>(&part)) {
+            text += (text.empty() ? "" : ".") + *key;
+        } else {
+            text += "[" + std::to_string(std::get<std::uint64_t>(part)) + "]";
+        }
+    }
+    return text;
+}
 
 std::vector<std::uint64_t> contiguous_strides(const std::vector<std::uint64_t>& shape) {
     std::vector<std::uint64_t> strides(shape.size(), 1);

@@ -57,4 +57,7 @@ Result<StateDictPickle> pickle_state_dict(std::span<const PickledTensor> tensors
 // torch's contiguous strides: stride[k] = stride[k+1] * max(shape[k+1], 1).
 std::vector<std::uint64_t> contiguous_strides(const std::vector<std::uint64_t>& shape);
 
+// A tensor's path for messages: keys joined with ".", list indexes as "[3]".
+std::string path_text(const std::vector<PathComponent>& path);
+
 } // namespace ringload::torch_writer

@@ -23,18 +23,6 @@ std::vector<std::byte> ascii(std::string_view text) {
     return bytes;
 }
 
-std::string path_text(const std::vector<PathComponent>& path) {
-    std::string text;
-    for (const auto& part : path) {
-        if (const auto* key = std::get_if<std::string>(&part)) {
-            text += (text.empty() ? "" : ".") + *key;
-        } else {
-            text += "[" + std::to_string(std::get<std::uint64_t>(part)) + "]";
-        }
-    }
-    return text;
-}
-
 } // namespace
 
 struct WriteGraph::Record {

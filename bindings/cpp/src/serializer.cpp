@@ -159,6 +159,21 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
     return summary;
 }
 
+namespace {
+
+// What a finished write of `graph` reports.
+template <class Graph>
+WriteSummary summary_of(const Graph& graph, std::string how, std::chrono::steady_clock::time_point started) {
+    WriteSummary summary;
+    summary.file_bytes = graph.plan().length_bytes;
+    summary.tensor_bytes = graph.tensor_bytes();
+    summary.how = std::move(how);
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return summary;
+}
+
+} // namespace
+
 Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const TensorToWrite> tensors,
                                        const SafetensorsWriteOptions& options) {
     using Clock = std::chrono::steady_clock;
@@ -172,12 +187,7 @@ Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const Ten
     RL_TRY(graph, safetensors::WriteGraph::create(tensors, layout, path, device.get()));
     RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
                                   nullptr));
-    WriteSummary summary;
-    summary.file_bytes = graph->plan().length_bytes;
-    summary.tensor_bytes = graph->tensor_bytes();
-    summary.how = std::move(how);
-    summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    return summary;
+    return summary_of(*graph, std::move(how), started);
 }
 
 Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,
@@ -195,12 +205,7 @@ Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToW
     torch_writer::WriteGraph* producer = graph.get();
     RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
                                   [producer] { return producer->finished_pages(); }));
-    WriteSummary summary;
-    summary.file_bytes = graph->plan().length_bytes;
-    summary.tensor_bytes = graph->tensor_bytes();
-    summary.how = std::move(how);
-    summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    return summary;
+    return summary_of(*graph, std::move(how), started);
 }
 
 } // namespace ringload

@@ -156,3 +156,21 @@ def test_save_file_refuses_what_a_format_cannot_hold(tmp_path):
     with pytest.raises(ValueError, match="only tensorizer"):
         ringload.TensorSerializer(str(tmp_path / "e.pt"), format="torch",
                                   encryption=ringload.EncryptionParams.random())
+
+
+@pytest.mark.parametrize("format", ["torch", "safetensors"])
+def test_load_into_module_from_other_formats_fills_the_modules_own_storage(tmp_path, format):
+    torch.manual_seed(5)
+    source = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
+    path = tmp_path / ("m.pt" if format == "torch" else "m.safetensors")
+    if format == "torch":
+        torch.save(source.state_dict(), str(path))
+    else:
+        safetensors_torch.save_file(source.state_dict(), str(path))
+    target = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
+    pointers = [t.data_ptr() for t in target.state_dict().values()]
+    with ringload.TensorDeserializer(str(path), device="cpu") as deserializer:
+        deserializer.load_into_module(target)
+    for (name, want), got in zip(source.state_dict().items(), target.state_dict().values()):
+        assert torch.equal(got, want), name
+    assert [t.data_ptr() for t in target.state_dict().values()] == pointers

@@ -3,7 +3,7 @@
 #
 # The Python binding's benchmark (issue #6), in one run, interleaved round by round: a cold
 # load of FILE (>= 2 GiB) to CPU through
-#   cli:        `ringload load FILE` (the engine without Python),
+#   cli:        `ringload load FILE` (the engine without Python), open + load as Python times them,
 #   ringload:   ringload.TensorDeserializer from Python (bench/python_load.py),
 #   tensorizer: tensorizer's TensorDeserializer (its default readers, PyPI, in .venv),
 # each plain, with verify_hash=True, and on an encrypted copy of FILE (random key). Before every
@@ -27,7 +27,8 @@ head -c 32 /dev/urandom > "$key"
 [ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): these are warm-cache numbers"
 echo "file: $file ($size bytes), $(nproc) cores"
 
-cli() { "$ringload" load "$@" --json | json_field "d['bytes']/d['seconds']/1e9"; }
+# The CLI's open (index, ring set-up) and load, as the Python deserializer's constructor does both.
+cli() { "$ringload" load "$@" --json | json_field "d['bytes']/(d['seconds']+d['open_seconds'])/1e9"; }
 py() { "$python" bench/python_load.py "$@" | json_field "d['gb_per_s']"; }
 for round in $(seq 1 "$rounds"); do
     for case in plain verify encrypted; do

@@ -66,7 +66,7 @@ struct Index {
     std::uint64_t feature_flags = 0;
     bool encrypted = false;
     std::uint64_t source_size_bytes = 0;
-    std::vector<TensorInfo> tensors; // in file order
+    std::vector<TensorInfo> tensors;   // in file order
     std::vector<StorageInfo> storages; // torch zip; empty for the other formats
     bool big_endian = false;           // torch zip saved with byteorder 'big': storages swap on load
     // safetensors' __metadata__ (string to string), in the file's order.

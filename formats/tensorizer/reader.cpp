@@ -13,7 +13,8 @@
 namespace ringload::tensorizer {
 
 bool has_tensorizer_magic(std::span<const std::byte> first_bytes) noexcept {
-    return first_bytes.size() >= 5 && std::memcmp(first_bytes.data(), "|TZR|", 5) == 0;
+    const std::size_t compared = std::min<std::size_t>(first_bytes.size(), 5);
+    return compared == 0 || std::memcmp(first_bytes.data(), "|TZR|", compared) == 0;
 }
 
 Task<Result<Index>> read_index(Source& source) {

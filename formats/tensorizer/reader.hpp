@@ -13,6 +13,8 @@
 
 namespace ringload::tensorizer {
 
+// Whether the file starts with "|TZR|", or is so short that it is cut inside those bytes (so
+// that the reader, not a "not a tensorizer file" message, says what is missing).
 bool has_tensorizer_magic(std::span<const std::byte> first_bytes) noexcept;
 
 Task<Result<Index>> read_index(Source& source);

@@ -13,6 +13,7 @@
 //       write for 5 s, so that a test can kill the process mid-write.
 #include "ringload/ringload.hpp"
 
+#include "../support/path_json.hpp"
 #include "ringload/serializer.hpp"
 
 #include <openssl/evp.h>
@@ -32,6 +33,7 @@ namespace {
 using ringload::DType;
 using ringload::PathComponent;
 using ringload::TensorToWrite;
+using ringload::testing::path_json;
 
 std::string sha256_hex(std::span<const std::byte> bytes) {
     unsigned char digest[32];
@@ -82,18 +84,6 @@ std::vector<Case> make_cases() {
         }
     }
     return cases;
-}
-
-nlohmann::json path_json(const std::vector<PathComponent>& path) {
-    auto out = nlohmann::json::array();
-    for (const auto& part : path) {
-        if (const auto* key = std::get_if<std::string>(&part)) {
-            out.push_back(*key);
-        } else {
-            out.push_back(std::get<std::uint64_t>(part));
-        }
-    }
-    return out;
 }
 
 int write_cases(const std::string& dir, const std::string& key_file, const std::string& passphrase_file) {

@@ -12,6 +12,7 @@
 // Tensor bytes follow one documented pattern, so that the peer test derives what it expects on
 // its own: byte i of the tensor with seed s is (i * 131 + s * 17 + 5) % 251, and for bool
 // tensors that value & 1.
+#include "../support/path_json.hpp"
 #include "ringload/serializer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@ namespace {
 using ringload::DType;
 using ringload::PathComponent;
 using ringload::TensorToWrite;
+using ringload::testing::path_json;
 
 struct Case {
     std::vector<PathComponent> path;
@@ -76,18 +78,6 @@ std::vector<Case> common_cases() {
             {{"big"}, DType::float16, {1536, 1025}}, // 3 MB: over several 1 MiB windows
         },
         1);
-}
-
-nlohmann::json path_json(const std::vector<PathComponent>& path) {
-    auto out = nlohmann::json::array();
-    for (const auto& part : path) {
-        if (const auto* key = std::get_if<std::string>(&part)) {
-            out.push_back(*key);
-        } else {
-            out.push_back(std::get<std::uint64_t>(part));
-        }
-    }
-    return out;
 }
 
 nlohmann::json rows_of(const std::vector<Case>& cases) {

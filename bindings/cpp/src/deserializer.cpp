@@ -113,11 +113,33 @@ Result<RunStats> Deserializer::Impl::run_copy(const LoadOptions& options, Buffer
                                               std::vector<CopySpan> spans, DeviceLink* device,
                                               std::size_t tensors_total) {
     RL_TRY(graph, CopyGraph::create(std::move(spans), device, source_name()));
+    return run_handler(options, ring_in_use, pool, graph->plan(), *graph, tensors_total);
+}
+
+Result<RunStats> Deserializer::Impl::run_handler(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                                                 const Plan& plan, ChunkHandler& handler, std::size_t tensors_total) {
     RunControls controls;
     controls.cancel = options.cancel;
     controls.progress = options.progress;
     controls.progress_tensors_total = tensors_total;
-    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, graph->plan(), *graph, controls));
+    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, plan, handler, controls));
+}
+
+Result<std::shared_ptr<std::byte>> allocate_device_block(int ordinal, std::size_t bytes) {
+    if (bytes == 0) {
+        return std::shared_ptr<std::byte>();
+    }
+    return gpu::allocate_device_memory(ordinal, bytes);
+}
+
+LoadedModel Deserializer::Impl::device_model(const DeviceLink& link, std::shared_ptr<std::byte> memory,
+                                             const RunStats& stats) const {
+    LoadedModel model;
+    model.device = link.name();
+    model.device_memory = std::move(memory);
+    model.bytes_read = stats.bytes_read;
+    model.how = source->describe() + ", to " + link.name();
+    return model;
 }
 
 Result<DeviceLink*> Deserializer::Impl::link_for(int ordinal, BufferRing& ring_in_use) {
@@ -138,11 +160,7 @@ Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing&
                                          FormatGraph& graph) {
     RL_TRY(created, make_graph(options, std::move(destinations), device, source_name()));
     graph = std::move(created);
-    RunControls controls;
-    controls.cancel = options.cancel;
-    controls.progress = options.progress;
-    controls.progress_tensors_total = layout.tensors.size();
-    return run_on_loop(loop, run_plan(*source, ring_in_use, pool, *graph.plan, *graph.handler, controls));
+    return run_handler(options, ring_in_use, pool, *graph.plan, *graph.handler, layout.tensors.size());
 }
 
 void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned,
@@ -205,11 +223,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
     RL_TRY(opened_link, link_for(ordinal, *ring_in_use));
     DeviceLink& link = *opened_link;
     RL_TRY_VOID(link.order_after_default_stream()); // the caller's pending kernels on its destinations
-    std::shared_ptr<std::byte> memory;
-    if (layout.owned_bytes > 0) {
-        RL_TRY(allocated, gpu::allocate_device_memory(ordinal, layout.owned_bytes));
-        memory = std::move(allocated);
-    }
+    RL_TRY(memory, allocate_device_block(ordinal, layout.owned_bytes));
     std::vector<tensorizer::TensorDestination> destinations;
     for (const auto& planned : layout.tensors) {
         std::byte* bytes = planned.place(memory.get());
@@ -222,13 +236,19 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
         return stats.error();
     }
 
-    LoadedModel model;
-    model.device = link.name();
-    model.device_memory = memory;
-    model.bytes_read = stats->bytes_read;
-    model.how = source->describe() + ", to " + link.name();
+    LoadedModel model = device_model(link, memory, *stats);
     fill_tensors(model, layout, memory.get(), graph);
     return model;
+}
+
+Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
+                                                int ordinal) {
+    const bool views = index.format == "torch"; // tensors are views of shared storages
+    if (ordinal == gpu::cpu_ordinal) {
+        return views ? load_storages_to_host(options, layout, pool) : load_to_host(options, layout, pool);
+    }
+    return views ? load_storages_to_device(options, layout, pool, ordinal)
+                 : load_to_device(options, layout, pool, ordinal);
 }
 
 Deserializer::Deserializer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -278,16 +298,7 @@ Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     RL_TRY(ordinal, gpu::parse_device(options.device));
     const LoadLayout layout = plan_load(impl_->index, options);
     WorkerPool pool(options.worker_threads);
-    const bool storages = impl_->index.format == "torch";
-    Result<LoadedModel> loaded = fail(errc::invalid_argument, "no load ran");
-    if (ordinal == gpu::cpu_ordinal) {
-        loaded =
-            storages ? impl_->load_storages_to_host(options, layout, pool) : impl_->load_to_host(options, layout, pool);
-    } else {
-        loaded = storages ? impl_->load_storages_to_device(options, layout, pool, ordinal)
-                          : impl_->load_to_device(options, layout, pool, ordinal);
-    }
-    RL_TRY(model, std::move(loaded));
+    RL_TRY(model, impl_->load_on(options, layout, pool, ordinal));
     model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (options.compute_sha256 && ordinal == gpu::cpu_ordinal) {
         pool.parallel_for(model.tensors.size(),

@@ -44,6 +44,9 @@ inline void add_conversion_jobs(std::vector<ConversionJob>& jobs, std::byte* out
     }
 }
 
+// One device allocation of `bytes` for a load's own tensors on CUDA device `ordinal` (null for 0).
+Result<std::shared_ptr<std::byte>> allocate_device_block(int ordinal, std::size_t bytes);
+
 // A load's stage graph: the tensorizer one, or the plain copy of the other formats.
 struct FormatGraph {
     std::unique_ptr<ChunkHandler> handler;
@@ -73,6 +76,8 @@ struct Deserializer::Impl {
                          DeviceLink* device, FormatGraph& graph);
     Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<tensorizer::TensorDestination> destinations,
                                    DeviceLink* device, const std::string& name);
+    // The load on `ordinal` (the CPU or a CUDA device) the file's format calls for.
+    Result<LoadedModel> load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool, int ordinal);
     Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
     Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                        int ordinal);
@@ -81,6 +86,11 @@ struct Deserializer::Impl {
     Result<LoadedModel> load_storages_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
     Result<LoadedModel> load_storages_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                                 int ordinal);
+    // Runs `handler`'s plan from the source through the ring, with the load's progress and cancel.
+    Result<RunStats> run_handler(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
+                                 const Plan& plan, ChunkHandler& handler, std::size_t tensors_total);
+    // A device load's model before its tensors: where they are, what was read and how.
+    LoadedModel device_model(const DeviceLink& link, std::shared_ptr<std::byte> memory, const RunStats& stats) const;
     // Reads `spans` through a CopyGraph (host or `device` memory).
     Result<RunStats> run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                               std::vector<CopySpan> spans, DeviceLink* device, std::size_t tensors_total);

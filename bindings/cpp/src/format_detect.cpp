@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 
 namespace ringload {
 
@@ -19,9 +18,7 @@ Task<Result<Index>> read_any_index(Source& source) {
     if (!head_read) {
         co_return with_context(head_read.error(), source.name());
     }
-    // A file cut inside its first bytes: the tensorizer reader names what is missing.
-    const bool tensorizer_prefix = head_bytes < 5 && std::memcmp(head.data(), "|TZR|", head_bytes) == 0;
-    if (tensorizer::has_tensorizer_magic(head_span) || tensorizer_prefix) {
+    if (tensorizer::has_tensorizer_magic(head_span)) {
         auto reading = tensorizer::read_index(source);
         co_return co_await std::move(reading);
     }

@@ -5,7 +5,6 @@
 // share memory, as they did when saved. A copy is made only where the caller asks for one:
 // a destination of its own, another dtype, or C order for a non-contiguous view.
 #include "deserializer_impl.hpp"
-#include "gpu/device_memory.hpp"
 #include "ringload/host_arena.hpp"
 #include "storage_views.hpp"
 
@@ -140,22 +139,14 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_device(const LoadOption
     DeviceLink& link = *opened_link;
     RL_TRY_VOID(link.order_after_default_stream());
     const StorageBlock block = plan_storage_block(index, wanted_tensors(layout));
-    std::shared_ptr<std::byte> memory;
-    if (block.bytes > 0) {
-        RL_TRY(allocated, gpu::allocate_device_memory(ordinal, block.bytes));
-        memory = std::move(allocated);
-    }
+    RL_TRY(memory, allocate_device_block(ordinal, block.bytes));
     auto stats =
         run_copy(options, *ring_in_use, pool, storage_spans(index, block, memory.get()), &link, layout.tensors.size());
     if (!stats) {
         (void)link.synchronize(); // copies still queued must not outlive `memory`
         return stats.error();
     }
-    LoadedModel model;
-    model.device = link.name();
-    model.device_memory = memory;
-    model.bytes_read = stats->bytes_read;
-    model.how = source->describe() + ", to " + link.name();
+    LoadedModel model = device_model(link, memory, *stats);
     for (const auto& planned : layout.tensors) {
         const TensorInfo& stored = index.tensors[planned.index];
         model.tensors.push_back(view_of(stored, planned, first_element(block, memory.get(), stored)));

@@ -13,9 +13,10 @@ std::uint64_t TensorInfo::numel() const noexcept {
 }
 
 std::string TensorInfo::display_name() const {
-    if (path.size() <= 1) {
-        return name;
-    }
+    return path.size() <= 1 ? name : dotted_path(path);
+}
+
+std::string dotted_path(const std::vector<PathComponent>& path) {
     std::string text;
     for (const auto& component : path) {
         if (!text.empty()) {

@@ -21,21 +21,6 @@ bool add_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
     return __builtin_add_overflow(a, b, &out);
 }
 
-std::string join_path(const std::vector<PathComponent>& path) {
-    std::string name;
-    for (const auto& component : path) {
-        if (!name.empty()) {
-            name += '.';
-        }
-        if (const auto* key = std::get_if<std::string>(&component)) {
-            name += *key;
-        } else {
-            name += std::to_string(std::get<std::uint64_t>(component));
-        }
-    }
-    return name;
-}
-
 class Walk {
 public:
     Walk(const StorageRecordLength& record_length, Index& index, const WalkLimits& limits)
@@ -80,8 +65,8 @@ private:
     Result<void> descend(const Value& value, PathComponent component, std::size_t depth) {
         if (depth + 1 > limits_.depth_max) {
             return fail(errc::format_error, "torch zip: data.pkl: containers nested deeper than " +
-                                                std::to_string(limits_.depth_max) + " levels at '" + join_path(path_) +
-                                                "' (or a container that contains itself)");
+                                                std::to_string(limits_.depth_max) + " levels at '" +
+                                                dotted_path(path_) + "' (or a container that contains itself)");
         }
         path_.push_back(std::move(component));
         auto visited = visit(value, depth + 1);
@@ -101,7 +86,7 @@ private:
                 return fail(errc::unsupported,
                             "torch zip: data.pkl: tensors under a dict key that is not a string or "
                             "an int, at '" +
-                                join_path(path_) + "': cannot name them");
+                                dotted_path(path_) + "': cannot name them");
         }
     }
 
@@ -155,7 +140,7 @@ private:
     Result<void> add_tensor(const TensorDesc& tensor) {
         TensorInfo info;
         info.path = path_;
-        info.name = join_path(path_);
+        info.name = dotted_path(path_);
         const std::string& name = info.name;
         if (!names_.insert(name).second) {
             return tensor_error(name, "the name appears twice");

@@ -75,6 +75,10 @@ struct Index {
     std::uint64_t total_tensor_bytes() const noexcept;
 };
 
+// The path's components joined with "." (list indexes in decimal; no separator before the
+// first non-empty text): "model.layers.0.weight".
+std::string dotted_path(const std::vector<PathComponent>& path);
+
 // numel * itemsize of `shape` in `dtype`, or nothing when it overflows 64 bits (a shape read
 // from a file, or given by a caller, is checked before anything is sized by it).
 std::optional<std::uint64_t> checked_byte_length(std::span<const std::uint64_t> shape, DType dtype) noexcept;

@@ -174,3 +174,14 @@ def test_load_into_module_from_other_formats_fills_the_modules_own_storage(tmp_p
     for (name, want), got in zip(source.state_dict().items(), target.state_dict().values()):
         assert torch.equal(got, want), name
     assert [t.data_ptr() for t in target.state_dict().values()] == pointers
+
+
+def test_one_load_refuses_a_tensor_index_given_twice():
+    from ringload import _ringload
+    engine = _ringload.Deserializer(os.path.join(TORCH_FIXTURES, "shared_storage_views.pt"))
+    with pytest.raises(ValueError, match="appears twice"):
+        engine.load([1, 1], device="cpu", dtype=None, verify=False, destinations=None, slot_size=0, slot_count=0,
+                    threads=0, progress=None)
+    loaded = engine.load([1, 0], device="cpu", dtype=None, verify=False, destinations=None, slot_size=0,
+                         slot_count=0, threads=0, progress=None)
+    assert len(loaded) == 2

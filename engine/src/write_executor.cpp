@@ -42,11 +42,61 @@ struct Geometry {
     }
 };
 
+// Loop thread: how far the file is finished, for a feed. Windows are written, and side jobs
+// end, in any order; the front is the first byte not finished by both.
+class FinishedFront {
+public:
+    FinishedFront(const Geometry& geometry, const WritePlan& plan)
+        : geometry_(geometry),
+          plan_(plan),
+          window_written_(geometry.count(), false),
+          side_job_ended_(plan.side_jobs.size(), false) {}
+
+    // Each returns the front when it moved, else nothing.
+    std::optional<std::uint64_t> window_written(std::size_t k) {
+        window_written_[k] = true;
+        while (first_unwritten_ < window_written_.size() && window_written_[first_unwritten_]) {
+            ++first_unwritten_;
+        }
+        return moved();
+    }
+    std::optional<std::uint64_t> side_job_ended(std::size_t j) {
+        side_job_ended_[j] = true;
+        while (first_unended_ < side_job_ended_.size() && side_job_ended_[first_unended_]) {
+            ++first_unended_;
+        }
+        return moved();
+    }
+
+private:
+    std::optional<std::uint64_t> moved() {
+        std::uint64_t front =
+            first_unwritten_ < window_written_.size() ? geometry_.begin(first_unwritten_) : geometry_.length_bytes;
+        if (first_unended_ < side_job_ended_.size()) {
+            front = std::min(front, plan_.side_jobs[first_unended_].start_offset_bytes);
+        }
+        if (front <= front_) {
+            return std::nullopt;
+        }
+        front_ = front;
+        return front;
+    }
+
+    const Geometry& geometry_;
+    const WritePlan& plan_;
+    std::vector<bool> window_written_;
+    std::vector<bool> side_job_ended_;
+    std::size_t first_unwritten_ = 0;
+    std::size_t first_unended_ = 0;
+    std::uint64_t front_ = 0;
+};
+
 struct WriteRunState : RunTracker {
     WriteRunState(asio::any_io_executor loop, std::size_t window_count)
         : RunTracker(loop), windows(std::make_unique<WindowSlot[]>(window_count)) {}
 
     std::unique_ptr<WindowSlot[]> windows;
+    std::optional<FinishedFront> front; // with a feed
 };
 
 struct RunContext {
@@ -55,6 +105,7 @@ struct RunContext {
     const WritePlan& plan;
     PieceProducer& producer;
     const RunControls& controls;
+    WriteFeed* feed; // null: the caller's bytes are all in memory
     Geometry geometry;
     std::shared_ptr<WriteRunState> state;
     asio::any_io_executor loop;
@@ -111,6 +162,11 @@ Task<void> write_window(std::shared_ptr<RunContext> run, std::size_t k, SlotLeas
     }
     state.add_done(run->geometry.end(k) - offset);
     state.report_progress(run->controls, run->plan.length_bytes, false);
+    if (state.front) {
+        if (auto front = state.front->window_written(k)) {
+            run->feed->done_before(*front);
+        }
+    }
 }
 
 // One job's share of window k is done: the last share sends the window to the sink.
@@ -201,6 +257,14 @@ void run_side_step(const std::shared_ptr<RunContext>& run, const SideJob& job) {
             return;
         }
     }
+    if (run->state->front) { // posted before end_counted: the run is still there to take it
+        const auto j = static_cast<std::size_t>(&job - run->plan.side_jobs.data());
+        asio::post(run->loop, [run, j] {
+            if (auto front = run->state->front->side_job_ended(j)) {
+                run->feed->done_before(*front);
+            }
+        });
+    }
     end_counted(run);
 }
 
@@ -209,10 +273,32 @@ void post_side_job(const std::shared_ptr<RunContext>& run, const SideJob& job) {
     run->pool.post([run, &job] { run_side_step(run, job); });
 }
 
+// Waits (on the loop, polling: a feed loads on threads of its own) until the feed has in place
+// every tensor that the file's bytes before `offset` read. False: the run stops.
+Task<bool> wait_for_feed(std::shared_ptr<RunContext> run, std::uint64_t offset) {
+    asio::steady_timer timer(run->loop);
+    for (;;) {
+        auto ready = run->feed->ready_before(offset);
+        if (!ready) {
+            run->state->record_failure(ready.error());
+            co_return false;
+        }
+        if (*ready) {
+            co_return true;
+        }
+        if (run->state->should_stop(run->controls, run->sink.name())) {
+            co_return false;
+        }
+        timer.expires_after(std::chrono::microseconds(200));
+        auto waited = co_await timer.async_wait(use_task);
+        (void)waited;
+    }
+}
+
 } // namespace
 
 Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, WorkerPool& pool, const WritePlan& plan,
-                                        PieceProducer& producer, RunControls controls) {
+                                        PieceProducer& producer, RunControls controls, WriteFeed* feed) {
     auto loop = co_await asio::this_coro::executor;
     Geometry geometry{ring.slot_size_bytes(), plan.length_bytes, std::max<std::size_t>(sink.alignment_bytes(), 1)};
     if (ring.slot_count() < 2 || geometry.window_bytes % geometry.alignment != 0) {
@@ -226,9 +312,12 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
     }
     const std::vector<bool>& straddles_end = *checked;
     const std::size_t window_count = geometry.count();
-    auto run = std::make_shared<RunContext>(RunContext{sink, pool, plan, producer, controls, geometry,
+    auto run = std::make_shared<RunContext>(RunContext{sink, pool, plan, producer, controls, feed, geometry,
                                                        std::make_shared<WriteRunState>(loop, window_count), loop});
     WriteRunState& state = *run->state;
+    if (feed != nullptr) {
+        state.front.emplace(run->geometry, plan);
+    }
 
     std::size_t acquired = 0;
     std::size_t next_side_job = 0;
@@ -245,6 +334,12 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
             window.lease = std::move(lease);
             window.pending.store(1 + ((acquired > 0 && straddles_end[acquired - 1]) ? 1 : 0));
             ++acquired;
+        }
+        if (feed != nullptr) {
+            auto waiting = wait_for_feed(run, geometry.end(posted));
+            if (!co_await std::move(waiting)) {
+                break;
+            }
         }
         while (next_side_job < plan.side_jobs.size() &&
                plan.side_jobs[next_side_job].start_offset_bytes < geometry.end(posted)) {

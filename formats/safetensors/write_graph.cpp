@@ -30,6 +30,7 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
                                                        const LayoutOptions& options, std::string target_name,
                                                        DeviceLink* device) {
     auto graph = std::unique_ptr<WriteGraph>(new WriteGraph());
+    graph->tensors_ = tensors;
     graph->target_ = std::move(target_name);
     graph->device_ = device;
     const std::string& target = graph->target_;
@@ -106,6 +107,16 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
     }
     plan.length_bytes = at;
     return graph;
+}
+
+std::vector<FileExtent> WriteGraph::tensor_extents() const {
+    std::vector<FileExtent> extents(tensors_.size());
+    for (std::size_t r = 0; r < records_.size(); ++r) { // piece r + 1 holds record r's bytes
+        const WritePiece& piece = plan_.pieces[r + 1];
+        extents[static_cast<std::size_t>(records_[r].tensor - tensors_.data())] = {piece.offset_bytes,
+                                                                                   piece.end_bytes()};
+    }
+    return extents;
 }
 
 Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) {

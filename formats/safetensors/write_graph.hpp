@@ -16,6 +16,7 @@
 
 #include "formats/safetensors/header_json.hpp"
 #include "ringload/engine/device_link.hpp"
+#include "ringload/engine/write_feed.hpp"
 #include "ringload/engine/write_plan.hpp"
 #include "ringload/tensor_info.hpp"
 
@@ -49,6 +50,8 @@ public:
 
     const WritePlan& plan() const noexcept { return plan_; }
     std::uint64_t tensor_bytes() const noexcept { return tensor_bytes_; }
+    // Where the file reads each given tensor's bytes, in the order given (a WriteFeed's extents).
+    std::vector<FileExtent> tensor_extents() const;
     std::span<const std::byte> header() const noexcept { return header_; }
 
     Result<void> produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) override;
@@ -61,6 +64,7 @@ private:
         std::string name;
     };
 
+    std::span<const TensorToWrite> tensors_;
     std::string target_;
     DeviceLink* device_ = nullptr;
     std::vector<Record> records_; // in data order; piece tag r + 1 is record r, tag 0 the header

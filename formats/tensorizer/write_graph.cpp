@@ -307,6 +307,14 @@ Result<bool> WriteGraph::hash_step(Record& record) {
     return false;
 }
 
+std::vector<FileExtent> WriteGraph::tensor_extents() const {
+    std::vector<FileExtent> extents;      // one record per tensor, in the order given
+    for (const auto& record : records_) { // the hashing side job starts at the header
+        extents.push_back({record.header_offset, record.data_offset + record.spec.data_length});
+    }
+    return extents;
+}
+
 Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) {
     const PieceSource& source = sources_[piece.tag];
     switch (source.kind) {

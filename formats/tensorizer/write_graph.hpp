@@ -22,6 +22,7 @@
 #include "formats/tensorizer/serialize.hpp"
 #include "ringload/engine/device_link.hpp"
 #include "ringload/engine/secretbox.hpp"
+#include "ringload/engine/write_feed.hpp"
 #include "ringload/engine/write_plan.hpp"
 #include "ringload/tensor_info.hpp"
 
@@ -56,6 +57,8 @@ public:
     const WritePlan& plan() const noexcept { return plan_; }
     std::uint32_t data_version() const noexcept { return summary_.data_version; }
     std::uint64_t tensor_bytes() const noexcept { return summary_.tensor_size_bytes; }
+    // Where the file reads each given tensor's bytes, in the order given (a WriteFeed's extents).
+    std::vector<FileExtent> tensor_extents() const;
 
     // After the plan ran: the pages that hold headers, with the finished headers in them, as
     // (file offset, 4 KiB of 4 KiB-aligned memory owned by the graph), in file order.

@@ -46,6 +46,7 @@ WriteGraph::~WriteGraph() = default;
 Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors, std::string target_name,
                                                        DeviceLink* device) {
     auto graph = std::make_unique<WriteGraph>();
+    graph->tensors_ = tensors;
     graph->target_ = std::move(target_name);
     graph->device_ = device;
     const std::string& target = graph->target_;
@@ -171,6 +172,18 @@ Result<bool> WriteGraph::crc_step(std::size_t index) {
         at += length;
     }
     return record.crc_done_bytes < size;
+}
+
+std::vector<FileExtent> WriteGraph::tensor_extents() const {
+    std::vector<FileExtent> extents(tensors_.size()); // meta tensors: no record, nothing read
+    for (std::size_t r = 0; r < records_.size(); ++r) {
+        if (records_[r].tensor != nullptr) { // the CRC side job starts with the data too
+            const ZipRecord& zip = layout_.records[r];
+            extents[static_cast<std::size_t>(records_[r].tensor - tensors_.data())] = {
+                zip.data_offset, zip.data_offset + zip.size_bytes};
+        }
+    }
+    return extents;
 }
 
 Result<void> WriteGraph::produce_part(const WritePiece& piece, std::uint64_t from, std::span<std::byte> dst) {

@@ -25,6 +25,7 @@
 #include "formats/torch_writer/kept_pages.hpp"
 #include "formats/torch_writer/zip_writer_layout.hpp"
 #include "ringload/engine/device_link.hpp"
+#include "ringload/engine/write_feed.hpp"
 #include "ringload/engine/write_plan.hpp"
 #include "ringload/tensor_info.hpp"
 
@@ -47,6 +48,8 @@ public:
     const WritePlan& plan() const noexcept { return plan_; }
     const ZipLayout& layout() const noexcept { return layout_; }
     std::uint64_t tensor_bytes() const noexcept { return tensor_bytes_; }
+    // Where the file reads each given tensor's bytes, in the order given (a WriteFeed's extents).
+    std::vector<FileExtent> tensor_extents() const;
     // The file needs a torch newer than 1.13 (see pickle_writer.hpp).
     bool needs_newer_torch() const noexcept { return needs_newer_torch_; }
 
@@ -68,6 +71,7 @@ private:
     Result<bool> crc_step(std::size_t record);
     Result<void> fill_tensor(const Record& record, std::uint64_t from, std::span<std::byte> dst) const;
 
+    std::span<const TensorToWrite> tensors_;
     std::string target_;
     DeviceLink* device_ = nullptr;
     ZipLayout layout_;

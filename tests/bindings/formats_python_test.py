@@ -185,3 +185,42 @@ def test_one_load_refuses_a_tensor_index_given_twice():
     loaded = engine.load([1, 0], device="cpu", dtype=None, verify=False, destinations=None, slot_size=0,
                          slot_count=0, threads=0, progress=None)
     assert len(loaded) == 2
+
+
+def test_convert_streams_between_formats_and_the_peers_read_the_results(tmp_path):
+    state = every_dtype_state()
+    source = tmp_path / "peer.pt"
+    torch.save(state, str(source))
+    as_safetensors = tmp_path / "model.safetensors"
+    summary = ringload.convert(source, as_safetensors, memory_budget=1)  # one tensor at a time
+    assert summary["format"] == "safetensors" and summary["tensors"] == len(state)
+    assert summary["batches"] == sum(1 for t in state.values() if t.numel() > 0)
+    assert summary["peak_held_bytes"] <= max(t.numel() * t.element_size() for t in state.values()) + (128 << 20)
+    from_peer = safetensors_torch.load_file(str(as_safetensors))
+    assert sorted(from_peer) == sorted(state)
+    for name, tensor in state.items():
+        assert torch.equal(from_peer[name], tensor), name
+
+    key = ringload.EncryptionParams.random()
+    encrypted = tmp_path / "model.tensors"
+    assert ringload.convert(as_safetensors, encrypted, encryption=key)["data_version"] == 3
+    back = tmp_path / "back.pt"
+    ringload.convert(encrypted, back, decryption=ringload.DecryptionParams.from_key(key.key))
+    got = torch.load(str(back), weights_only=True)
+    for name, tensor in state.items():
+        assert got[name].dtype == tensor.dtype and torch.equal(got[name], tensor), name
+
+
+def test_convert_fails_clearly_and_leaves_no_target(tmp_path):
+    key = ringload.EncryptionParams.random()
+    encrypted = tmp_path / "model.tensors"
+    ringload.save_file(every_dtype_state(), str(tmp_path / "plain.safetensors"))
+    ringload.convert(tmp_path / "plain.safetensors", encrypted, encryption=key)
+    with pytest.raises(ringload.DecryptionError, match="model.tensors"):
+        ringload.convert(encrypted, tmp_path / "out.safetensors")
+    with pytest.raises(ringload.DecryptionError):
+        ringload.convert(encrypted, tmp_path / "out.safetensors",
+                         decryption=ringload.DecryptionParams.from_key(ringload.EncryptionParams.random().key))
+    with pytest.raises(ringload.ArgumentError, match="only tensorizer files can be encrypted"):
+        ringload.convert(tmp_path / "plain.safetensors", tmp_path / "out.pt", encryption=key)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tensors", "plain.safetensors"]

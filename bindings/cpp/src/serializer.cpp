@@ -44,11 +44,19 @@ struct RunSettings {
     std::size_t worker_threads = 0;
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
+    WriteFeed* feed = nullptr;
 };
 
 template <class Options>
 RunSettings run_settings(const Options& options) {
-    return {options.slot_count, options.slot_size_bytes, options.worker_threads, options.progress, options.cancel};
+    return {options.slot_count, options.slot_size_bytes, options.worker_threads,
+            options.progress,   options.cancel,          options.feed};
+}
+
+// Tells the feed (if any) where the graph's file reads each tensor.
+template <class Graph>
+Result<void> start_feed(WriteFeed* feed, const Graph& graph) {
+    return feed != nullptr ? feed->start(graph.tensor_extents()) : Result<void>{};
 }
 
 // The link to the device that holds some of the tensors (one device per write), or null.
@@ -90,7 +98,7 @@ Result<std::string> run_write_to_file(const std::string& path, const WritePlan& 
     controls.cancel = settings.cancel;
     controls.progress = settings.progress;
     controls.progress_tensors_total = tensor_count;
-    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, producer, controls)));
+    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, producer, controls, settings.feed)));
     (void)stats;
     // A cancel that came after the last window still stops the file from appearing.
     if (settings.cancel != nullptr && settings.cancel->cancelled()) {
@@ -117,6 +125,7 @@ Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<co
     RL_TRY(device, device_link_for(tensors));
     RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path, device.get()));
     tensorizer::WriteGraph* producer = graph.get();
+    RL_TRY_VOID(start_feed(options.feed, *graph));
     RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
                                   [producer] { return producer->finished_header_pages(); }));
 
@@ -185,6 +194,7 @@ Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const Ten
     layout.metadata = options.metadata;
     layout.keep_order = options.keep_order;
     RL_TRY(graph, safetensors::WriteGraph::create(tensors, layout, path, device.get()));
+    RL_TRY_VOID(start_feed(options.feed, *graph));
     RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
                                   nullptr));
     return summary_of(*graph, std::move(how), started);
@@ -203,6 +213,7 @@ Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToW
     RL_TRY(device, device_link_for(tensors));
     RL_TRY(graph, torch_writer::WriteGraph::create(tensors, path, device.get()));
     torch_writer::WriteGraph* producer = graph.get();
+    RL_TRY_VOID(start_feed(options.feed, *graph));
     RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
                                   [producer] { return producer->finished_pages(); }));
     return summary_of(*graph, std::move(how), started);

@@ -16,8 +16,8 @@ from .errors import (ArgumentError, CancelledError, DecryptionError, DeviceError
 from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
 from ._deserializer import TensorDeserializer  # noqa: F401
 from ._serializer import TensorSerializer  # noqa: F401
-from ._files import load_file, save_file  # noqa: F401
+from ._files import convert, load_file, save_file  # noqa: F401
 
-__all__ = ["TensorDeserializer", "TensorSerializer", "load_file", "save_file", "EncryptionParams", "DecryptionParams", "RingloadError",
+__all__ = ["TensorDeserializer", "TensorSerializer", "convert", "load_file", "save_file", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
            "ArgumentError"]

@@ -2,6 +2,7 @@
 
     tensors = ringload.load_file("model.safetensors", device="cuda:0")   # or .pt, .tensors
     ringload.save_file(tensors, "model.safetensors", metadata={"format": "pt"})
+    ringload.convert("model.pt", "model.safetensors")                    # streamed, any to any
 
 The format is found from the file's first bytes, never from its name. Tensors of one load
 share one host arena (or device allocation); torch zip tensors that shared a storage when
@@ -9,9 +10,12 @@ saved share its memory here too.
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
-from ._deserializer import TensorDeserializer
+from . import _ringload
+from ._crypto import secret_kwargs
+from ._deserializer import TensorDeserializer, _uri_of
 
 
 def load_file(filename, device="cpu", dtype=None, **options) -> dict:
@@ -39,3 +43,30 @@ def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, forma
     """
     from ._serializer import write_file
     write_file(tensors, filename, format=format, metadata=metadata, alignment=alignment)
+
+
+def convert(source, target, *, format: Optional[str] = None, decryption=None, encryption=None,
+            verify_hash: bool = True, memory_budget: int = 1 << 30, **network) -> dict:
+    """Rewrites `source` as `target`, streamed: never the whole model in memory.
+
+    Args:
+        source: a path or URL of a tensorizer, safetensors or torch.save zip file.
+        target: a local path (or, for tensorizer, an s3:// / redis:// URL).
+        format: "tensorizer", "safetensors" or "torch"; None: from target's extension
+            (.safetensors; .pt, .pth, .bin; else tensorizer).
+        decryption: DecryptionParams of an encrypted tensorizer source.
+        encryption: EncryptionParams for a tensorizer target.
+        verify_hash: check a tensorizer source's stored hashes on the way.
+        memory_budget: tensor bytes held in memory at once (one larger tensor is held whole).
+        network: the network options TensorDeserializer takes for a URL source.
+    Returns:
+        What was done: format, tensors, bytes_read, peak_held_bytes, batches, file_bytes, seconds.
+    """
+    engine = _ringload.Deserializer(_uri_of(source), **secret_kwargs(decryption), **network)
+    try:
+        kwargs = secret_kwargs(encryption)
+        if encryption is not None and encryption.key is None:
+            kwargs.update(opslimit=encryption._opslimit, memlimit=encryption._memlimit)
+        return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget, **kwargs)
+    finally:
+        engine.close()

@@ -157,6 +157,41 @@ public:
         inner_ = std::make_shared<Deserializer>(value_or_throw(std::move(opened)));
     }
 
+    // The whole file into `target`, streamed (ringload/convert.hpp); GIL released.
+    nb::dict convert_to(const std::string& target, const std::string& format, bool verify, std::optional<nb::bytes> key,
+                        std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
+                        std::uint64_t memory_budget) {
+        opened();
+        const std::shared_ptr<Deserializer> kept = inner_;
+        ConvertOptions options;
+        options.format = format;
+        options.verify_hashes = verify;
+        options.memory_budget_bytes = memory_budget;
+        if (key) {
+            std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
+            options.encryption = value_or_throw(EncryptionParams::from_key(bytes));
+        } else if (passphrase) {
+            options.encryption = value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
+        }
+        Result<ConvertSummary> converted = fail(errc::invalid_argument, "not converted");
+        {
+            nb::gil_scoped_release released;
+            std::lock_guard lock(mutex_);
+            converted = convert(*kept, target, options);
+        }
+        ConvertSummary summary = value_or_throw(std::move(converted));
+        nb::dict out;
+        out["format"] = summary.format;
+        out["tensors"] = summary.tensors;
+        out["bytes_read"] = summary.bytes_read;
+        out["peak_held_bytes"] = summary.peak_held_bytes;
+        out["batches"] = summary.batches;
+        out["file_bytes"] = summary.written.file_bytes;
+        out["data_version"] = summary.written.data_version;
+        out["seconds"] = summary.written.seconds;
+        return out;
+    }
+
     nb::list tensors() {
         nb::list rows;
         const auto& index = opened().index();
@@ -340,6 +375,11 @@ void bind_deserializer(nb::module_& m) {
              nb::arg("destinations").none() = nb::none(), nb::arg("slot_size") = 0, nb::arg("slot_count") = 0,
              nb::arg("threads") = 0, nb::arg("progress") = nb::none(),
              "Loads the tensors at `indices` (GIL released); destinations: addresses on `device` to fill")
+        .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
+             nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
+             nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("memory_budget") = 1ULL << 30,
+             "Writes the whole file to `target` in `format` (empty: by its extension), streamed within "
+             "memory_budget bytes; key/passphrase encrypt a tensorizer target")
         .def("close", &PyDeserializer::close)
         .def_prop_ro("closed", &PyDeserializer::closed);
 }

@@ -19,6 +19,7 @@
 // Thread: a Deserializer is used by one thread at a time; distinct ones are independent.
 #pragma once
 
+#include "ringload/convert.hpp"
 #include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
 #include "ringload/progress.hpp"

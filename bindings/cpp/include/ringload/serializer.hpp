@@ -18,6 +18,7 @@
 #pragma once
 
 #include "ringload/crypto_params.hpp"
+#include "ringload/engine/write_feed.hpp"
 #include "ringload/error.hpp"
 #include "ringload/io/network_options.hpp"
 #include "ringload/progress.hpp"
@@ -42,6 +43,9 @@ struct WriteOptions {
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
     NetworkOptions network; // s3:// and redis:// targets
+    // Null: the tensors' bytes are in memory for the whole call. Else they are brought in by
+    // the feed while the write runs (`convert`); it must outlive the call.
+    WriteFeed* feed = nullptr;
 };
 
 struct WriteSummary {
@@ -52,7 +56,8 @@ struct WriteSummary {
     std::string how;    // "O_DIRECT io_uring", ...
 };
 
-// A local path or file:// URI. The tensors' bytes must stay alive and unchanged during the call.
+// A local path or file:// URI. The tensors' bytes must stay alive and unchanged during the call
+// (with a feed: from when the feed has them in place until it lets them go).
 Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
                                       const WriteOptions& options = {});
 
@@ -70,6 +75,7 @@ struct SafetensorsWriteOptions {
     std::size_t worker_threads = 0;
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
+    WriteFeed* feed = nullptr; // as WriteOptions::feed
 };
 
 // A safetensors file (https://github.com/huggingface/safetensors). A tensor's name is its path

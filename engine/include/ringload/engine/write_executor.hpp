@@ -12,6 +12,7 @@
 #include "ringload/engine/executor.hpp"
 #include "ringload/engine/task.hpp"
 #include "ringload/engine/worker_pool.hpp"
+#include "ringload/engine/write_feed.hpp"
 #include "ringload/engine/write_plan.hpp"
 
 namespace ringload {
@@ -23,8 +24,9 @@ struct WriteStats {
 };
 
 // The plan's last window is padded with zeros up to the sink's alignment: the caller trims
-// the file to plan.length_bytes when it commits.
+// the file to plan.length_bytes when it commits. With a feed (started by the caller), no
+// window is filled before the feed has the bytes it reads in place.
 Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, WorkerPool& pool, const WritePlan& plan,
-                                        PieceProducer& producer, RunControls controls);
+                                        PieceProducer& producer, RunControls controls, WriteFeed* feed = nullptr);
 
 } // namespace ringload

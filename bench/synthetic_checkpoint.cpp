@@ -13,7 +13,10 @@
 // runs with the same arguments give byte-identical files.
 //
 // Build:
-//   g++ -std=c++20 -O2 -Wall -Wextra -o ringload-synth synthetic_checkpoint.cpp -lisal -lcrypto
+//   g++ -std=c++20 -O2 -Wall -Wextra -o ringload-synth synthetic_checkpoint.cpp
+//       ../bindings/cli/bench_shapes.cpp -lisal -lcrypto
+
+#include "../bindings/cli/bench_shapes.hpp"
 
 #include <isa-l/crc.h>
 #include <openssl/evp.h>
@@ -81,92 +84,11 @@ struct Failure {
 }
 
 // ---------------------------------------------------------------------------
-// Model description
+// Model description: the shape tables are shared with `ringload bench model`.
 
-enum class Fill { Random, Ones, Zeros };
-
-struct TensorSpec {
-    std::string name;
-    std::vector<uint32_t> dims;
-    Fill fill;
-};
-
-enum class Family { Gpt2, Llama };
-
-struct ModelShape {
-    int layers;
-    uint32_t hidden;
-    uint32_t vocab;
-    uint32_t positions; // GPT-2: learned positions; Llama: none (rotary)
-    Family family = Family::Gpt2;
-    uint32_t kv_hidden = 0;    // Llama: key/value width (grouped-query attention)
-    uint32_t intermediate = 0; // Llama: MLP width
-};
-
-constexpr ModelShape kGpt2Xl{48, 1600, 50257, 1024};
-constexpr ModelShape kTiny{2, 64, 1000, 128};
-// Meta-Llama-3-8B: 8.03e9 parameters, 16 GB in float16 (the >= 8 GiB GPU benchmark's model).
-constexpr ModelShape kLlama3_8b{32, 4096, 128256, 0, Family::Llama, 1024, 14336};
-
-void add_layer_norm(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t hidden) {
-    // Freshly initialised layer norms are the identity: weight 1, bias 0.
-    out.push_back({prefix + ".weight", {hidden}, Fill::Ones});
-    out.push_back({prefix + ".bias", {hidden}, Fill::Zeros});
-}
-
-void add_linear(std::vector<TensorSpec>& out, const std::string& prefix, uint32_t in, uint32_t out_features) {
-    // HF GPT-2 uses Conv1D, whose weight is [in, out] (transposed vs nn.Linear).
-    out.push_back({prefix + ".weight", {in, out_features}, Fill::Random});
-    out.push_back({prefix + ".bias", {out_features}, Fill::Random});
-}
-
-// HF GPT2Model state_dict order and naming, without lm_head (tied to wte).
-std::vector<TensorSpec> gpt2_tensors(const ModelShape& m) {
-    const uint32_t h = m.hidden;
-    std::vector<TensorSpec> out;
-    out.push_back({"transformer.wte.weight", {m.vocab, h}, Fill::Random});
-    out.push_back({"transformer.wpe.weight", {m.positions, h}, Fill::Random});
-    for (int i = 0; i < m.layers; ++i) {
-        const std::string layer = "transformer.h." + std::to_string(i);
-        add_layer_norm(out, layer + ".ln_1", h);
-        add_linear(out, layer + ".attn.c_attn", h, 3 * h);
-        add_linear(out, layer + ".attn.c_proj", h, h);
-        add_layer_norm(out, layer + ".ln_2", h);
-        add_linear(out, layer + ".mlp.c_fc", h, 4 * h);
-        add_linear(out, layer + ".mlp.c_proj", 4 * h, h);
-    }
-    add_layer_norm(out, "transformer.ln_f", h);
-    return out;
-}
-
-// HF LlamaForCausalLM state_dict order and naming (nn.Linear weights are [out, in]).
-std::vector<TensorSpec> llama_tensors(const ModelShape& m) {
-    const uint32_t h = m.hidden;
-    std::vector<TensorSpec> out;
-    out.push_back({"model.embed_tokens.weight", {m.vocab, h}, Fill::Random});
-    for (int i = 0; i < m.layers; ++i) {
-        const std::string layer = "model.layers." + std::to_string(i);
-        out.push_back({layer + ".self_attn.q_proj.weight", {h, h}, Fill::Random});
-        out.push_back({layer + ".self_attn.k_proj.weight", {m.kv_hidden, h}, Fill::Random});
-        out.push_back({layer + ".self_attn.v_proj.weight", {m.kv_hidden, h}, Fill::Random});
-        out.push_back({layer + ".self_attn.o_proj.weight", {h, h}, Fill::Random});
-        out.push_back({layer + ".mlp.gate_proj.weight", {m.intermediate, h}, Fill::Random});
-        out.push_back({layer + ".mlp.up_proj.weight", {m.intermediate, h}, Fill::Random});
-        out.push_back({layer + ".mlp.down_proj.weight", {h, m.intermediate}, Fill::Random});
-        out.push_back({layer + ".input_layernorm.weight", {h}, Fill::Ones});
-        out.push_back({layer + ".post_attention_layernorm.weight", {h}, Fill::Ones});
-    }
-    out.push_back({"model.norm.weight", {h}, Fill::Ones});
-    out.push_back({"lm_head.weight", {m.vocab, h}, Fill::Random});
-    return out;
-}
-
-uint64_t element_count(const TensorSpec& t) {
-    uint64_t n = 1;
-    for (uint32_t d : t.dims)
-        n *= d;
-    return n;
-}
+using ringload::bench::element_count;
+using ringload::bench::Fill;
+using ringload::bench::TensorSpec;
 
 // ---------------------------------------------------------------------------
 // Element formats
@@ -546,13 +468,13 @@ private:
 template <typename Format>
 void fill_chunk(typename Format::Bits* out, size_t n, Fill fill, Xoshiro256& rng) {
     switch (fill) {
-        case Fill::Random:
+        case Fill::random:
             fill_random<Format>(out, n, rng);
             break;
-        case Fill::Ones:
+        case Fill::ones:
             std::fill_n(out, n, Format::kOne);
             break;
-        case Fill::Zeros:
+        case Fill::zeros:
             std::fill_n(out, n, typename Format::Bits{0});
             break;
     }
@@ -645,7 +567,7 @@ void write_checkpoint(const std::string& out, const std::vector<TensorSpec>& ten
 // Command line
 
 struct Options {
-    const ModelShape* shape = nullptr;
+    std::string shape;
     DType dtype = DType::Float16;
     uint64_t seed = 0;
     std::string out;
@@ -672,14 +594,9 @@ bool usage_error(const char* what, std::string_view value) {
 // Returns false (after saying why) on a usage error.
 bool apply_option(Options& o, std::string_view key, std::string_view value) {
     if (key == "--shape") {
-        if (value == "gpt2-xl")
-            o.shape = &kGpt2Xl;
-        else if (value == "tiny")
-            o.shape = &kTiny;
-        else if (value == "llama3-8b")
-            o.shape = &kLlama3_8b;
-        else
+        if (ringload::bench::model_tensors(value).empty())
             return usage_error("unknown shape", value);
+        o.shape = value;
     } else if (key == "--dtype") {
         if (value == "float16")
             o.dtype = DType::Float16;
@@ -730,7 +647,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
             return std::nullopt;
         }
     }
-    if (!o.shape || !have_out) {
+    if (o.shape.empty() || !have_out) {
         std::fprintf(stderr, "%s: --shape and OUT are required\n", kTool);
         return std::nullopt;
     }
@@ -739,8 +656,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
 
 int run(const Options& o) {
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<TensorSpec> tensors =
-        o.shape->family == Family::Llama ? llama_tensors(*o.shape) : gpt2_tensors(*o.shape);
+    const std::vector<TensorSpec> tensors = ringload::bench::model_tensors(o.shape);
     Plan plan;
     write_checkpoint(o.out, tensors, o.dtype, o.seed, plan);
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;

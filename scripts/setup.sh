@@ -10,6 +10,8 @@
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.
+#   - the peers of `ringload bench load` (bench/setup_peers.sh, PyPI into .venv) and Debian's
+#     python3-matplotlib for its chart (PyPI's matplotlib wants a newer numpy than Debian's).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ apt_packages=(
     liburing-dev libboost1.81-dev libssl-dev libsodium-dev libnghttp2-dev libisal-dev
     libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
     fio python3 python3-venv python3-dev python3-torch python3-numpy python3-pytest
-    nginx-light nghttp2-client curl redis-server
+    nginx-light nghttp2-client curl redis-server python3-matplotlib
 )
 missing=()
 for package in "${apt_packages[@]}"; do
@@ -50,4 +52,5 @@ if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then
     /usr/bin/python3 -m venv .venv-moto
     .venv-moto/bin/pip install -q --disable-pip-version-check -r scripts/requirements-moto.txt
 fi
+./bench/setup_peers.sh
 echo "setup: done"

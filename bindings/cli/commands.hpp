@@ -16,6 +16,7 @@ using Run = std::function<int()>;
 Run add_info_command(CLI::App& app);
 Run add_load_command(CLI::App& app);
 Run add_convert_command(CLI::App& app);
+Run add_bench_command(CLI::App& app);
 
 // Prints "ringload: <message>" on stderr and returns the failure status.
 int report_error(const std::string& message);

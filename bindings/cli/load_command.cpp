@@ -49,7 +49,8 @@ Result<ReadMode> parse_read_mode(const std::string& text) {
     return fail(errc::invalid_argument, "--read-mode must be auto, direct or buffered");
 }
 
-void print_json(const LoadedModel& model, const Index& index, bool with_sha256, double open_seconds) {
+void print_json(const LoadedModel& model, const Index& index, bool with_sha256, double open_seconds,
+                double first_tensor_seconds) {
     nlohmann::json out;
     out["format"] = index.format;
     out["bytes"] = model.bytes;
@@ -57,6 +58,9 @@ void print_json(const LoadedModel& model, const Index& index, bool with_sha256, 
     // Opening: the index read, the ring allocated, pre-faulted and registered. Not in "seconds"
     // (the load); a caller that times open and load together (Python's deserializer) adds it.
     out["open_seconds"] = open_seconds;
+    // When the first tensor was complete, from the start of the load (`ringload bench load`'s
+    // time to first tensor); the whole load when no progress report came before the end.
+    out["first_tensor_seconds"] = first_tensor_seconds > 0 ? first_tensor_seconds : model.seconds;
     out["device"] = model.device;
     out["how"] = model.how; // the source and how it was read, e.g. "HTTP/2 over TLS, 8 connections x 1 streams"
     out["tensors"] = nlohmann::json::array();
@@ -119,8 +123,16 @@ int run_load(const LoadArgs& args) {
         };
     }
     ProgressBar bar;
-    if (bar.enabled()) {
-        options.progress = [&bar](const Progress& progress) { bar.update(progress); };
+    double first_tensor_seconds = 0;
+    if (bar.enabled() || args.json) {
+        options.progress = [&bar, &first_tensor_seconds](const Progress& progress) {
+            if (first_tensor_seconds == 0 && progress.tensors_done > 0) {
+                first_tensor_seconds = progress.seconds;
+            }
+            if (bar.enabled()) {
+                bar.update(progress);
+            }
+        };
     }
     const auto open_started = std::chrono::steady_clock::now();
     auto opened = open_input(args.uri, args.keys, args.network, *mode);
@@ -133,7 +145,7 @@ int run_load(const LoadArgs& args) {
         return report_error(loaded.error().message());
     }
     if (args.json) {
-        print_json(*loaded, opened->index(), args.sha256, open_seconds);
+        print_json(*loaded, opened->index(), args.sha256, open_seconds, first_tensor_seconds);
     } else {
         print_summary(*loaded, args.sha256);
     }

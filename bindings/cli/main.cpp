@@ -3,6 +3,7 @@
 // ringload info URI [--json]
 // ringload load URI [--device cpu] [--verify] [--filter REGEX] [--sha256] [--json] ...
 // ringload convert IN OUT [--decrypt-key-file F | ...] [--encrypt-key-file F | ...]
+// ringload bench limits|load|model ...
 #include "commands.hpp"
 
 #include "ringload/error.hpp"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     auto run_info = ringload::cli::add_info_command(app);
     auto run_load = ringload::cli::add_load_command(app);
     auto run_convert = ringload::cli::add_convert_command(app);
+    auto run_bench = ringload::cli::add_bench_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -36,6 +38,9 @@ int main(int argc, char** argv) {
         }
         if (app.got_subcommand("convert")) {
             return run_convert();
+        }
+        if (app.got_subcommand("bench")) {
+            return run_bench();
         }
         return run_load();
     } catch (const std::exception& error) {

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""tests/bench/disk_vs_fio_test.py RINGLOAD WORK_DIR [SIZE_MIB]: `ringload bench limits`' O_DIRECT
+disk figure agrees with fio's on the same file within 10% (issue #7): queue depth 16, 4 MiB
+reads, io_uring, the median of three runs each, interleaved. Skipped (77) without fio or where
+the file system refuses O_DIRECT (tmpfs).
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+ringload, work_root = sys.argv[1:3]
+size_mib = int(sys.argv[3]) if len(sys.argv) > 3 else 512
+if not shutil.which("fio"):
+    print("SKIP: fio is not installed")
+    sys.exit(77)
+os.makedirs(work_root, exist_ok=True)
+path = os.path.join(work_root, "disk-vs-fio.bin")
+with open(path, "wb") as out:
+    block = os.urandom(4 << 20)
+    for _ in range(size_mib // 4):
+        out.write(block)
+    out.flush()
+    os.fsync(out.fileno())
+try:
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECT))
+    except OSError as error:
+        print(f"SKIP: O_DIRECT refused here: {error}")
+        sys.exit(77)
+
+    def fio():
+        done = subprocess.run(["fio", "--name=r", f"--filename={path}", "--rw=read", "--bs=4M", "--iodepth=16",
+                               "--ioengine=io_uring", "--direct=1", "--output-format=json"],
+                              capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)["jobs"][0]["read"]["bw_bytes"] / 1e9
+
+    def ours():
+        out = os.path.join(work_root, "disk-vs-fio.json")
+        subprocess.run([ringload, "bench", "limits", "--file", path, "--json", out], capture_output=True, check=True)
+        figures = {f["name"]: f for f in json.load(open(out))["figures"]}
+        os.remove(out)
+        return figures["disk O_DIRECT qd16"]["gb_per_s"]
+
+    fio_rates, our_rates = [], []
+    for _ in range(3):
+        fio_rates.append(fio())
+        our_rates.append(ours())
+    ratio = statistics.median(our_rates) / statistics.median(fio_rates)
+    print(f"fio {[round(r, 3) for r in fio_rates]} GB/s, ringload bench limits {[round(r, 3) for r in our_rates]} "
+          f"GB/s: ratio of medians {ratio:.3f}")
+    if not 0.9 <= ratio <= 1.1:
+        sys.exit(f"disk figure differs from fio's by more than 10% (ratio {ratio:.3f})")
+finally:
+    os.remove(path)

@@ -8,6 +8,7 @@ install(TARGETS ringload ringload_cli EXPORT ringloadTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES
+    bindings/cpp/include/ringload/convert.hpp
     bindings/cpp/include/ringload/crypto_params.hpp
     bindings/cpp/include/ringload/device.hpp
     bindings/cpp/include/ringload/ringload.hpp
@@ -17,8 +18,10 @@ install(FILES
     engine/include/ringload/progress.hpp
     engine/include/ringload/tensor_info.hpp
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload)
-# The network settings of OpenOptions/WriteOptions (plain standard types, no Boost).
+# The network settings of OpenOptions/WriteOptions (plain standard types, no Boost), and the
+# feed interface of WriteOptions (standard types only).
 install(FILES io/include/ringload/io/network_options.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload/io)
+install(FILES engine/include/ringload/engine/write_feed.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload/engine)
 install(EXPORT ringloadTargets NAMESPACE ringload:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)
 configure_package_config_file(cmake/ringloadConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfig.cmake
     INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)

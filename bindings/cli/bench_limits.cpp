@@ -1,6 +1,7 @@
 // bindings/cli/bench_limits.cpp
 //
-// `ringload bench limits [--dir D | --file F] [--size BYTES] [--url U] [--json F] [--png F]`:
+// `ringload bench limits [--dir D | --file F] [--size BYTES] [--url U] [--only GROUP ...]
+//                        [--json F] [--png F]`:
 // measures what bounds a load on this machine, each figure in GB/s:
 //   disk      O_DIRECT io_uring sequential reads of 4 MiB at queue depths 1, 4, 16 and 32; a
 //             buffered read from a cold cache (the file evicted with fadvise, checked with
@@ -16,6 +17,7 @@
 #include "bench_gpu.hpp"
 #include "bench_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -30,7 +32,12 @@ struct LimitsArgs {
     std::string url;
     std::string json_path;
     std::string png_path;
+    std::vector<std::string> only; // empty: every group
 };
+
+bool wanted(const LimitsArgs& args, std::string_view group) {
+    return args.only.empty() || std::find(args.only.begin(), args.only.end(), group) != args.only.end();
+}
 
 void add_disk_figures(const std::string& path, nlohmann::json& figures) {
     for (std::uint32_t depth : {1U, 4U, 16U, 32U}) {
@@ -123,13 +130,21 @@ int run_limits(const LimitsArgs& args) {
     result["machine"] = machine_json();
     result["file"] = path;
     result["figures"] = nlohmann::json::array();
-    add_disk_figures(path, result["figures"]);
+    if (wanted(args, "disk")) {
+        add_disk_figures(path, result["figures"]);
+    }
     if (scratch) {
         std::remove(path.c_str());
     }
-    add_cpu_figures(result["figures"]);
-    add_gpu_figures(result["figures"]);
-    add_http_figures(args.url, result["figures"]);
+    if (wanted(args, "cpu")) {
+        add_cpu_figures(result["figures"]);
+    }
+    if (wanted(args, "gpu")) {
+        add_gpu_figures(result["figures"]);
+    }
+    if (wanted(args, "http")) {
+        add_http_figures(args.url, result["figures"]);
+    }
     print_table(result);
     if (!args.json_path.empty()) {
         if (auto written = write_json_file(args.json_path, result); !written) {
@@ -155,6 +170,8 @@ Run add_bench_limits_command(CLI::App& bench) {
     command->add_option("--url", args->url, "An http:// or https:// file to measure HTTP/1.1 and HTTP/2 with");
     command->add_option("--json", args->json_path, "Write the figures to this JSON file");
     command->add_option("--png", args->png_path, "Draw the figures into this PNG file");
+    command->add_option("--only", args->only, "Measure only these groups (disk, cpu, gpu, http; repeatable)")
+        ->check(CLI::IsMember({"disk", "cpu", "gpu", "http"}));
     return [args] { return run_limits(*args); };
 }
 

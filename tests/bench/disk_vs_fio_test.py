@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/bench/disk_vs_fio_test.py RINGLOAD WORK_DIR [SIZE_MIB]: `ringload bench limits`' O_DIRECT
 disk figure agrees with fio's on the same file within 10% (issue #7): queue depth 16, 4 MiB
-reads, io_uring, the median of three runs each, interleaved. Skipped (77) without fio or where
+reads, io_uring, the medians of five interleaved runs each (up to three attempts, see below). Skipped (77) without fio or where
 the file system refuses O_DIRECT (tmpfs).
 """
 import json
@@ -39,19 +39,28 @@ try:
 
     def ours():
         out = os.path.join(work_root, "disk-vs-fio.json")
-        subprocess.run([ringload, "bench", "limits", "--file", path, "--json", out], capture_output=True, check=True)
+        subprocess.run([ringload, "bench", "limits", "--file", path, "--only", "disk", "--json", out], capture_output=True, check=True)
         figures = {f["name"]: f for f in json.load(open(out))["figures"]}
         os.remove(out)
         return figures["disk O_DIRECT qd16"]["gb_per_s"]
 
-    fio_rates, our_rates = [], []
-    for _ in range(3):
-        fio_rates.append(fio())
-        our_rates.append(ours())
-    ratio = statistics.median(our_rates) / statistics.median(fio_rates)
-    print(f"fio {[round(r, 3) for r in fio_rates]} GB/s, ringload bench limits {[round(r, 3) for r in our_rates]} "
-          f"GB/s: ratio of medians {ratio:.3f}")
-    if not 0.9 <= ratio <= 1.1:
-        sys.exit(f"disk figure differs from fio's by more than 10% (ratio {ratio:.3f})")
+    # The disk of a shared VM swings by +-20% from one second to the next: each attempt takes
+    # the medians of five interleaved runs; the figures must agree within 10% in one of three
+    # attempts (a systematic gap of more than 10% fails them all).
+    ratios = []
+    for attempt in range(3):
+        fio_rates, our_rates = [], []
+        for _ in range(5):
+            fio_rates.append(fio())
+            our_rates.append(ours())
+        ratio = statistics.median(our_rates) / statistics.median(fio_rates)
+        ratios.append(ratio)
+        print(f"fio {[round(r, 3) for r in fio_rates]} GB/s, ringload bench limits "
+              f"{[round(r, 3) for r in our_rates]} GB/s: ratio of medians {ratio:.3f}", flush=True)
+        if 0.9 <= ratio <= 1.1:
+            break
+    else:
+        sys.exit(f"disk figure differs from fio's by more than 10% in every attempt (ratios "
+                 f"{', '.join(f'{r:.3f}' for r in ratios)})")
 finally:
     os.remove(path)

@@ -95,4 +95,46 @@ std::string self_executable() {
     return n > 0 ? std::string(path.data(), static_cast<std::size_t>(n)) : std::string("ringload");
 }
 
+Result<double> measure_in_child(const std::function<Result<double>()>& measure) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        return fail(errc::io_error, std::string("bench: pipe: ") + std::strerror(errno));
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return fail(errc::io_error, std::string("bench: fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+        ::close(fds[0]);
+        auto figure = measure();
+        const std::string text = figure ? "ok " + std::to_string(*figure) : "error " + figure.error().message();
+        (void)!::write(fds[1], text.data(), text.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string text;
+    std::array<char, 4096> buffer{};
+    for (ssize_t n; (n = ::read(fds[0], buffer.data(), buffer.size())) != 0;) {
+        if (n > 0) {
+            text.append(buffer.data(), static_cast<std::size_t>(n));
+        } else if (errno != EINTR) {
+            break;
+        }
+    }
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (text.starts_with("ok ")) {
+        return std::stod(text.substr(3));
+    }
+    if (text.starts_with("error ")) {
+        return fail(errc::io_error, text.substr(6));
+    }
+    return fail(errc::io_error,
+                "bench: the measuring child ended without a figure (status " + std::to_string(status) + ")");
+}
+
 } // namespace ringload::cli

@@ -8,6 +8,7 @@
 #include "ringload/error.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ struct ChildRun {
 
 // argv[0] is found on PATH when it has no slash. Fails only if the process cannot be started.
 Result<ChildRun> run_child(const std::vector<std::string>& argv);
+
+// Runs `measure` in a forked child and returns the figure it gives (its error only as a
+// sentence), so that whatever it touches never counts in this process's peak RSS, which every
+// later child inherits (see run_load_bench). The harness is single-threaded when it forks.
+Result<double> measure_in_child(const std::function<Result<double>()>& measure);
 
 // The path of the running ringload executable, for children that run `ringload load`.
 std::string self_executable();

@@ -146,15 +146,8 @@ int run_limits(const LimitsArgs& args) {
         add_http_figures(args.url, result["figures"]);
     }
     print_table(result);
-    if (!args.json_path.empty()) {
-        if (auto written = write_json_file(args.json_path, result); !written) {
-            return report_error(written.error().message());
-        }
-    }
-    if (!args.png_path.empty()) {
-        if (auto drawn = write_chart(result, args.png_path); !drawn) {
-            return report_error(drawn.error().message());
-        }
+    if (auto written = write_outputs(result, args.json_path, args.png_path); !written) {
+        return report_error(written.error().message());
     }
     return 0;
 }

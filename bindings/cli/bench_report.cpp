@@ -106,4 +106,14 @@ std::string format_gb_per_s(const nlohmann::json& figure) {
     return text;
 }
 
+Result<void> write_outputs(const nlohmann::json& value, const std::string& json_path, const std::string& png_path) {
+    if (!json_path.empty()) {
+        RL_TRY_VOID(write_json_file(json_path, value));
+    }
+    if (!png_path.empty()) {
+        RL_TRY_VOID(write_chart(value, png_path));
+    }
+    return {};
+}
+
 } // namespace ringload::cli

@@ -29,6 +29,9 @@ Result<void> write_json_file(const std::string& path, const nlohmann::json& valu
 // Draws `value` (a `bench limits` or `bench load` result) into `png_path`.
 Result<void> write_chart(const nlohmann::json& value, const std::string& png_path);
 
+// What --json and --png ask for (either may be empty).
+Result<void> write_outputs(const nlohmann::json& value, const std::string& json_path, const std::string& png_path);
+
 // A figure: {"name", "gb_per_s"} or, where it cannot be measured here, {"name", "unavailable"}.
 nlohmann::json figure(const std::string& name, const Result<double>& gb_per_s);
 

@@ -20,28 +20,29 @@ std::string target_format_of(std::string_view target_uri) {
 
 namespace {
 
-Result<WriteSummary> write_streamed(const std::string& format, std::string_view target, const Index& index,
-                                    StreamedTensors& feed, const ConvertOptions& options) {
-    if (format == "safetensors") {
-        SafetensorsWriteOptions write;
-        write.metadata = index.metadata; // a safetensors source's __metadata__ goes along
-        write.slot_count = options.write_slot_count;
-        write.slot_size_bytes = options.write_slot_size_bytes;
-        write.worker_threads = options.worker_threads;
-        write.progress = options.progress;
-        write.cancel = options.cancel;
-        write.feed = &feed;
-        return write_safetensors(target, feed.tensors(), write);
-    }
-    WriteOptions write;
-    write.encryption = options.encryption;
+// The settings every writer's options share.
+template <class WriteOptionsOf>
+WriteOptionsOf write_options(const ConvertOptions& options, StreamedTensors& feed) {
+    WriteOptionsOf write;
     write.slot_count = options.write_slot_count;
     write.slot_size_bytes = options.write_slot_size_bytes;
     write.worker_threads = options.worker_threads;
     write.progress = options.progress;
     write.cancel = options.cancel;
-    write.network = options.network;
     write.feed = &feed;
+    return write;
+}
+
+Result<WriteSummary> write_streamed(const std::string& format, std::string_view target, const Index& index,
+                                    StreamedTensors& feed, const ConvertOptions& options) {
+    if (format == "safetensors") {
+        auto write = write_options<SafetensorsWriteOptions>(options, feed);
+        write.metadata = index.metadata; // a safetensors source's __metadata__ goes along
+        return write_safetensors(target, feed.tensors(), write);
+    }
+    auto write = write_options<WriteOptions>(options, feed);
+    write.encryption = options.encryption;
+    write.network = options.network;
     if (format == "torch") {
         return write_torch(target, feed.tensors(), write);
     }

@@ -37,5 +37,5 @@ else:
     figure.tight_layout()
 if result["kind"] == "load":
     axes.set_ylabel("GB/s")
-    plt.setp(axes.get_xticklabels(), fontsize=8)
+    plt.setp(axes.get_xticklabels(), fontsize=8, rotation=20, ha="right")  # long peer names do not overlap
 figure.savefig(sys.argv[2], dpi=100)

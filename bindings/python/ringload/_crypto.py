@@ -74,3 +74,11 @@ def secret_kwargs(params) -> dict:
     if params.key is not None:
         return {"key": params.key}
     return {"passphrase": params._passphrase}
+
+
+def encryption_kwargs(params) -> dict:
+    """secret_kwargs for a writer's EncryptionParams, with the Argon2id cost of a passphrase."""
+    kwargs = secret_kwargs(params)
+    if params is not None and params.key is None:
+        kwargs.update(opslimit=params._opslimit, memlimit=params._memlimit)
+    return kwargs

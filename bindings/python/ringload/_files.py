@@ -14,7 +14,7 @@ import os
 from typing import Optional
 
 from . import _ringload
-from ._crypto import secret_kwargs
+from ._crypto import encryption_kwargs, secret_kwargs
 from ._deserializer import TensorDeserializer, _uri_of
 
 
@@ -64,9 +64,7 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
     """
     engine = _ringload.Deserializer(_uri_of(source), **secret_kwargs(decryption), **network)
     try:
-        kwargs = secret_kwargs(encryption)
-        if encryption is not None and encryption.key is None:
-            kwargs.update(opslimit=encryption._opslimit, memlimit=encryption._memlimit)
-        return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget, **kwargs)
+        return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget,
+                                 **encryption_kwargs(encryption))
     finally:
         engine.close()

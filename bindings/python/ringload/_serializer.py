@@ -14,7 +14,7 @@ import os
 from typing import Any, Optional
 
 from . import _ringload
-from ._crypto import EncryptionParams, secret_kwargs
+from ._crypto import EncryptionParams, encryption_kwargs
 
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
 
@@ -103,11 +103,9 @@ class TensorSerializer:
             return
         self._closed = True
         try:
-            kwargs = secret_kwargs(self._encryption)
-            if self._encryption is not None and self._encryption.key is None:
-                kwargs.update(opslimit=self._encryption._opslimit, memlimit=self._encryption._memlimit)
             self.summary = _ringload.write_tensorizer(self._uri, self._rows, format=self._format,
-                                                      metadata=self._metadata, alignment=self._alignment, **kwargs)
+                                                      metadata=self._metadata, alignment=self._alignment,
+                                                      **encryption_kwargs(self._encryption))
         finally:
             self._rows, self._keep = [], []
 

@@ -5,9 +5,13 @@
 // functions module.cpp calls.
 #pragma once
 
+#include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
 
 #include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <optional>
 
 #include <stdexcept>
 #include <string>
@@ -36,6 +40,12 @@ inline void value_or_throw(Result<void> result) {
         throw EngineFailure(result.error());
     }
 }
+
+// A writer's encryption from the binding's key= (raw bytes) or passphrase= (Argon2id at this
+// cost), or none.
+std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>& key,
+                                                  const std::optional<std::string>& passphrase, std::uint64_t opslimit,
+                                                  std::uint64_t memlimit);
 
 void bind_errors(nb::module_& m);
 void bind_deserializer(nb::module_& m);

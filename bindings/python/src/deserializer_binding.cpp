@@ -167,12 +167,7 @@ public:
         options.format = format;
         options.verify_hashes = verify;
         options.memory_budget_bytes = memory_budget;
-        if (key) {
-            std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
-            options.encryption = value_or_throw(EncryptionParams::from_key(bytes));
-        } else if (passphrase) {
-            options.encryption = value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
-        }
+        options.encryption = encryption_params(key, passphrase, opslimit, memlimit);
         Result<ConvertSummary> converted = fail(errc::invalid_argument, "not converted");
         {
             nb::gil_scoped_release released;

@@ -72,12 +72,7 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
         records.push_back(std::move(record));
     }
     WriteOptions options;
-    if (key) {
-        std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
-        options.encryption = value_or_throw(EncryptionParams::from_key(bytes));
-    } else if (passphrase) {
-        options.encryption = value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
-    }
+    options.encryption = encryption_params(key, passphrase, opslimit, memlimit);
     SafetensorsWriteOptions safetensors_options;
     safetensors_options.metadata = std::move(metadata);
     safetensors_options.alignment_bytes = alignment;
@@ -97,6 +92,19 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
 }
 
 } // namespace
+
+std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>& key,
+                                                  const std::optional<std::string>& passphrase, std::uint64_t opslimit,
+                                                  std::uint64_t memlimit) {
+    if (key) {
+        std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
+        return value_or_throw(EncryptionParams::from_key(bytes));
+    }
+    if (passphrase) {
+        return value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
+    }
+    return std::nullopt;
+}
 
 void bind_serializer(nb::module_& m) {
     m.def("write_tensorizer", &write, nb::arg("uri"), nb::arg("tensors"), nb::arg("key").none() = nb::none(),

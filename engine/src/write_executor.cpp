@@ -42,38 +42,48 @@ struct Geometry {
     }
 };
 
+// Items done in any order, and the first of them not done yet.
+class DoneInAnyOrder {
+public:
+    explicit DoneInAnyOrder(std::size_t count) : done_(count, false) {}
+    void mark(std::size_t i) {
+        done_[i] = true;
+        while (first_open_ < done_.size() && done_[first_open_]) {
+            ++first_open_;
+        }
+    }
+    std::optional<std::size_t> first_open() const {
+        return first_open_ < done_.size() ? std::optional(first_open_) : std::nullopt;
+    }
+
+private:
+    std::vector<bool> done_;
+    std::size_t first_open_ = 0;
+};
+
 // Loop thread: how far the file is finished, for a feed. Windows are written, and side jobs
 // end, in any order; the front is the first byte not finished by both.
 class FinishedFront {
 public:
     FinishedFront(const Geometry& geometry, const WritePlan& plan)
-        : geometry_(geometry),
-          plan_(plan),
-          window_written_(geometry.count(), false),
-          side_job_ended_(plan.side_jobs.size(), false) {}
+        : geometry_(geometry), plan_(plan), windows_(geometry.count()), side_jobs_(plan.side_jobs.size()) {}
 
     // Each returns the front when it moved, else nothing.
     std::optional<std::uint64_t> window_written(std::size_t k) {
-        window_written_[k] = true;
-        while (first_unwritten_ < window_written_.size() && window_written_[first_unwritten_]) {
-            ++first_unwritten_;
-        }
+        windows_.mark(k);
         return moved();
     }
     std::optional<std::uint64_t> side_job_ended(std::size_t j) {
-        side_job_ended_[j] = true;
-        while (first_unended_ < side_job_ended_.size() && side_job_ended_[first_unended_]) {
-            ++first_unended_;
-        }
+        side_jobs_.mark(j);
         return moved();
     }
 
 private:
     std::optional<std::uint64_t> moved() {
-        std::uint64_t front =
-            first_unwritten_ < window_written_.size() ? geometry_.begin(first_unwritten_) : geometry_.length_bytes;
-        if (first_unended_ < side_job_ended_.size()) {
-            front = std::min(front, plan_.side_jobs[first_unended_].start_offset_bytes);
+        const auto window = windows_.first_open();
+        std::uint64_t front = window ? geometry_.begin(*window) : geometry_.length_bytes;
+        if (const auto job = side_jobs_.first_open()) {
+            front = std::min(front, plan_.side_jobs[*job].start_offset_bytes);
         }
         if (front <= front_) {
             return std::nullopt;
@@ -84,10 +94,8 @@ private:
 
     const Geometry& geometry_;
     const WritePlan& plan_;
-    std::vector<bool> window_written_;
-    std::vector<bool> side_job_ended_;
-    std::size_t first_unwritten_ = 0;
-    std::size_t first_unended_ = 0;
+    DoneInAnyOrder windows_;
+    DoneInAnyOrder side_jobs_;
     std::uint64_t front_ = 0;
 };
 

@@ -214,13 +214,11 @@ Result<void> StreamedTensors::load_batch(std::size_t from, std::size_t to) {
     for (std::size_t k = 0; k < batch.size(); ++k) {
         const auto& loaded = model.tensors[k];
         const TensorToWrite& tensor = tensors_[batch[k]];
-        if (loaded.bytes.size() != tensor.bytes.size()) {
-            return fail(errc::io_error, source_.uri() + ": tensor '" + loaded.info.display_name() + "' loaded as " +
-                                            std::to_string(loaded.bytes.size()) + " bytes, not " +
-                                            std::to_string(tensor.bytes.size()));
-        }
-        if (loaded.bytes.data() != tensor.bytes.data()) { // not where it was asked to go
-            std::memcpy(const_cast<std::byte*>(tensor.bytes.data()), loaded.bytes.data(), loaded.bytes.size());
+        // LoadOptions::destination is a contract: every wanted tensor lands where it was asked to.
+        if (loaded.bytes.data() != tensor.bytes.data() || loaded.bytes.size() != tensor.bytes.size()) {
+            return fail(errc::io_error, source_.uri() + ": tensor '" + loaded.info.display_name() +
+                                            "' was not loaded into its place (" + std::to_string(loaded.bytes.size()) +
+                                            " bytes, " + std::to_string(tensor.bytes.size()) + " expected)");
         }
     }
     std::lock_guard lock(mutex_);

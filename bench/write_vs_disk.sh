@@ -4,8 +4,9 @@
 # The writer and the encrypted load against the machine's limits, measured in the same run and
 # interleaved round by round (these VMs are noisy). FILE (>= 2 GiB, e.g. the demo checkpoint)
 # is the input; outputs go next to it and are removed at the end.
-#   write:      `ringload convert FILE out` (the write phase: from memory until the file is
-#               durable and renamed into place) against the raw O_DIRECT sequential write of the
+#   write:      ringload-write-bench FILE out (FILE loaded into memory first, untimed; then
+#               write_tensorizer until the file is durable and renamed into place: `convert`
+#               streams, its reads would share the disk with its writes) against the raw O_DIRECT sequential write of the
 #               same size to a fresh file in the same directory, fdatasync included:
 #               ringload-rawwrite (fio's pattern: --rw=write --bs=4M --iodepth=16
 #               --ioengine=io_uring --direct=1). fio itself is shown for reference; its bandwidth
@@ -21,6 +22,7 @@ ringload=$build/bindings/cli/ringload
 warm=$build/bench/ringload-warm-ram
 rate=$build/bench/ringload-secretbox-rate
 rawwrite=$build/bench/ringload-rawwrite
+writebench=$build/bench/ringload-write-bench
 size=$(stat -c %s "$file")
 dir=$(dirname "$file")
 out=$dir/.bench-write.tensors sealed=$dir/.bench-sealed.tensors fio_file=$dir/.bench-fio-write
@@ -31,7 +33,6 @@ head -c 32 /dev/urandom > "$key"
 command -v fio > /dev/null || { echo "fio is needed (apt-get install fio)"; exit 1; }
 
 source "$(dirname "$0")/common.sh"
-wrote_rate() { sed -n 's/^wrote .*(\([0-9.]*\) GB\/s.*/\1/p'; }
 
 fio_write() {
     rm -f "$fio_file"
@@ -58,8 +59,8 @@ printf "%-6s %8s %8s %8s %9s %8s %8s %9s %10s %9s\n" round "fio w" "raw w" "writ
 for round in $(seq 1 "$rounds"); do
     prepare; fio_w=$(fio_write)
     prepare; raw_w=$(raw_write)
-    prepare; write=$("$ringload" convert "$file" "$out" --verify false | wrote_rate)
-    prepare; sealed_w=$("$ringload" convert "$file" "$sealed" --verify false --encrypt-key-file "$key" | wrote_rate)
+    prepare; write=$("$writebench" "$file" "$out" | json_field "d['gb_per_s']")
+    prepare; sealed_w=$("$writebench" "$file" "$sealed" "$key" | json_field "d['gb_per_s']")
     prepare; fio_r=$(fio_read "$sealed")
     prepare; load=$("$ringload" load "$sealed" --key-file "$key" --json | json_field "d['bytes']/d['seconds']/1e9")
     python3 - "$round" "$fio_w" "$raw_w" "$write" "$sealed_w" "$fio_r" "$open_rate" "$cores" "$load" >> "$results" <<'PY'

@@ -1,9 +1,12 @@
 // engine/src/secretbox.cpp
 #include "ringload/engine/secretbox.hpp"
 
+#include <openssl/evp.h>
 #include <sodium.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 namespace ringload {
@@ -16,6 +19,69 @@ void ensure_sodium() {
         RL_ASSERT(sodium_init() >= 0, "libsodium could not initialise (no entropy source?)");
     });
 }
+
+// Poly1305 over `bytes` with a one-time key. OpenSSL's (AVX2 code) runs 6.1 GB/s on one core
+// here, libsodium 1.0.18's (SSE2) 2.6: with XSalsa20 at 2.5 that takes opening a chunk from 1.16
+// to about 1.7 GB/s. libsodium's stays as the fallback should OpenSSL refuse (never seen).
+void poly1305(std::uint8_t* tag, std::span<const std::byte> bytes, const std::uint8_t* one_time_key) noexcept {
+    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "POLY1305", nullptr);
+    struct FreeContext {
+        void operator()(EVP_MAC_CTX* context) const noexcept { EVP_MAC_CTX_free(context); }
+    };
+    thread_local std::unique_ptr<EVP_MAC_CTX, FreeContext> context(mac != nullptr ? EVP_MAC_CTX_new(mac) : nullptr);
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    std::size_t tag_length = 0;
+    if (context && EVP_MAC_init(context.get(), one_time_key, 32, nullptr) == 1 &&
+        EVP_MAC_update(context.get(), data, bytes.size()) == 1 &&
+        EVP_MAC_final(context.get(), tag, &tag_length, crypto_onetimeauth_poly1305_BYTES) == 1 &&
+        tag_length == crypto_onetimeauth_poly1305_BYTES) {
+        return;
+    }
+    crypto_onetimeauth_poly1305(tag, data, bytes.size(), one_time_key);
+}
+
+// crypto_secretbox_xsalsa20poly1305, built from its parts (NaCl's construction, byte for byte):
+// subkey = HSalsa20(key, nonce[0..16)); the Salsa20 keystream under subkey and nonce[16..24)
+// gives the Poly1305 key (its bytes 0..32) and is XORed with the message from its byte 32 on;
+// the MAC covers the ciphertext. Only so that Poly1305 can come from OpenSSL.
+class ChunkCipher {
+public:
+    ChunkCipher(const Nonce& nonce, const SecretKey& key) noexcept : nonce_(nonce) {
+        crypto_core_hsalsa20(subkey_, nonce.data(), key.data(), nullptr);
+        crypto_stream_salsa20(block0_, sizeof block0_, salsa_nonce(), subkey_);
+    }
+    ~ChunkCipher() {
+        sodium_memzero(subkey_, sizeof subkey_);
+        sodium_memzero(block0_, sizeof block0_);
+    }
+    ChunkCipher(const ChunkCipher&) = delete;
+    ChunkCipher& operator=(const ChunkCipher&) = delete;
+
+    // out = in XOR keystream[32..): in place or not overlapping.
+    void apply_stream(std::byte* out, const std::byte* in, std::size_t length) const noexcept {
+        const std::size_t head = std::min<std::size_t>(length, 32);
+        for (std::size_t i = 0; i < head; ++i) {
+            out[i] = in[i] ^ static_cast<std::byte>(block0_[32 + i]);
+        }
+        if (length > head) {
+            crypto_stream_salsa20_xor_ic(reinterpret_cast<unsigned char*>(out + head),
+                                         reinterpret_cast<const unsigned char*>(in + head), length - head,
+                                         salsa_nonce(), 1, subkey_);
+        }
+    }
+    Mac mac_of(std::span<const std::byte> ciphertext) const noexcept {
+        Mac mac;
+        poly1305(mac.data(), ciphertext, block0_);
+        return mac;
+    }
+
+private:
+    const std::uint8_t* salsa_nonce() const noexcept { return nonce_.data() + 16; }
+
+    const Nonce& nonce_;
+    std::uint8_t subkey_[crypto_core_hsalsa20_OUTPUTBYTES];
+    std::uint8_t block0_[64];
+};
 
 } // namespace
 
@@ -112,11 +178,9 @@ Mac seal_in_place(std::span<std::byte> data, const Nonce& nonce, const SecretKey
 
 Mac seal_into(std::span<std::byte> ciphertext, std::span<const std::byte> plaintext, const Nonce& nonce,
               const SecretKey& key) noexcept {
-    Mac mac;
-    crypto_secretbox_detached(reinterpret_cast<unsigned char*>(ciphertext.data()), mac.data(),
-                              reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(), nonce.data(),
-                              key.data());
-    return mac;
+    const ChunkCipher cipher(nonce, key);
+    cipher.apply_stream(ciphertext.data(), plaintext.data(), plaintext.size());
+    return cipher.mac_of(ciphertext.first(plaintext.size()));
 }
 
 bool open_in_place(std::span<std::byte> data, const Mac& mac, const Nonce& nonce, const SecretKey& key) noexcept {
@@ -125,9 +189,13 @@ bool open_in_place(std::span<std::byte> data, const Mac& mac, const Nonce& nonce
 
 bool open_into(std::span<std::byte> plaintext, std::span<const std::byte> ciphertext, const Mac& mac,
                const Nonce& nonce, const SecretKey& key) noexcept {
-    return crypto_secretbox_open_detached(reinterpret_cast<unsigned char*>(plaintext.data()),
-                                          reinterpret_cast<const unsigned char*>(ciphertext.data()), mac.data(),
-                                          ciphertext.size(), nonce.data(), key.data()) == 0;
+    const ChunkCipher cipher(nonce, key);
+    const Mac computed = cipher.mac_of(ciphertext);
+    if (crypto_verify_16(computed.data(), mac.data()) != 0) {
+        return false; // nothing written: a chunk that fails stays as it was
+    }
+    cipher.apply_stream(plaintext.data(), ciphertext.data(), ciphertext.size());
+    return true;
 }
 
 void wipe_secret(void* data, std::size_t length) noexcept {

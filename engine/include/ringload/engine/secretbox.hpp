@@ -1,7 +1,8 @@
 // engine/include/ringload/engine/secretbox.hpp
 //
-// XSalsa20-Poly1305 (libsodium crypto_secretbox, detached MACs), Argon2id key derivation and the
-// key type that holds the secret. Formats use these to encrypt and decrypt chunks in place:
+// XSalsa20-Poly1305 (libsodium's crypto_secretbox, detached MACs: XSalsa20 from libsodium,
+// Poly1305 from OpenSSL, which is faster), Argon2id key derivation and the key type that holds
+// the secret. Formats use these to encrypt and decrypt chunks in place:
 //
 //     RL_TRY(key, SecretKey::from_bytes(raw));                    // or derive_key_argon2id(...)
 //     Nonce nonce = nonce_plus(initial_nonce, chunk_index);       // tensorizer's nonce rule

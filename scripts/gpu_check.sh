@@ -3,7 +3,8 @@
 #
 # Every check the GPU issue needs, in one command, on a machine with an NVIDIA GPU:
 #   1. the gpu-labelled tests (every fixture to cuda:0 against its manifest, dtype kernels
-#      against the CPU path, caller destinations, writing a model from the GPU);
+#      against the CPU path, caller destinations, writing a model from the GPU), then the
+#      Python package's (tests/bindings/python_cuda_test.py);
 #   2. the same load tests under compute-sanitizer memcheck, racecheck and initcheck;
 #   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS).
 # Without BUILD_DIR it sets up (scripts/setup.sh) and builds the release preset first. A build
@@ -26,6 +27,12 @@ nvidia-smi || { echo "gpu_check: no NVIDIA GPU answers here"; exit 1; }
 
 echo "=== 1. gpu tests"
 "$tests" --gtest_brief=1
+
+echo "=== 1b. the Python package on the GPU (needs this machine's torch with CUDA)"
+status=0
+PYTHONPATH=$build/bindings/python RINGLOAD_TEST_DATA=$RINGLOAD_TEST_DATA_DIR \
+    "${PYTHON:-python3}" tests/bindings/python_cuda_test.py || status=$?
+[ $status = 0 ] || [ $status = 77 ] || exit $status
 
 echo "=== 2. compute-sanitizer (memcheck, racecheck, initcheck) on the load tests"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -1,0 +1,133 @@
+"""tests/bindings/python_cuda_test.py: the Python package on a GPU (issue #6's "CPU and CUDA alike").
+
+On a machine with an NVIDIA GPU, a CUDA build of torch and ringload built with CUDA:
+- every tensorizer fixture (the encrypted ones with their key or passphrase) loads with
+  device="cuda:0" to its manifest's dtype, shape and sha256, every tensor on cuda:0;
+- zero-copy: the tensors are views of the engine's one device allocation, not copies made by
+  torch: torch's allocator holds no more memory after the load than before, and a tensor's
+  storage starts inside that allocation;
+- the tensors outlive the deserializer (the view keeps the device memory alive);
+- load_into_module into a module already on cuda:0 fills its own parameters (same data_ptr);
+- dtype="float16" on the GPU gives torch's own cast of the CPU load.
+Elsewhere it prints why it cannot run and exits 77 (ctest: Skipped). Run by ctest (test
+`python_cuda`) and by scripts/gpu_check.sh, with PYTHONPATH at <build>/bindings/python.
+"""
+import hashlib
+import json
+import os
+import sys
+
+DATA = os.environ.get("RINGLOAD_TEST_DATA", os.path.join(os.path.dirname(__file__), "..", "data"))
+FIXTURES = os.path.join(DATA, "tensorizer")
+SKIP = 77
+
+
+def skip(reason):
+    print(f"SKIPPED: {reason}")
+    sys.exit(SKIP)
+
+
+try:
+    import torch
+except ImportError:
+    skip("torch is not installed")
+if not torch.cuda.is_available():
+    skip(f"no CUDA device for torch {torch.__version__} (a GPU machine runs this: scripts/gpu_check.sh)")
+import ringload  # noqa: E402
+from ringload import errors  # noqa: E402
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def host_bytes(tensor):
+    tensor = tensor.detach().cpu().contiguous()
+    return tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+
+
+def decryption(manifest):
+    encryption = manifest.get("encryption")
+    if not encryption:
+        return None
+    if encryption["kind"] == "raw_key":
+        return ringload.DecryptionParams.from_key(bytes.fromhex(encryption["key_hex"]))
+    return ringload.DecryptionParams.from_string(encryption["passphrase"])
+
+
+def fixtures():
+    index = json.load(open(os.path.join(FIXTURES, "index.json")))
+    for entry in index["files"]:
+        yield entry["file"], json.load(open(os.path.join(FIXTURES, entry["manifest"])))
+
+
+def check_fixture(file, manifest):
+    path = os.path.join(FIXTURES, file)
+    allocated_before = torch.cuda.memory_allocated(0)
+    try:
+        deserializer = ringload.TensorDeserializer(path, device="cuda:0", encryption=decryption(manifest))
+    except errors.DeviceError as error:
+        if "without CUDA" in str(error):
+            skip(f"ringload was built without CUDA: {error}")
+        raise
+    with deserializer:
+        tensors = deserializer.flat_tensors()
+    check(torch.cuda.memory_allocated(0) == allocated_before,
+          f"{file}: torch's allocator grew by {torch.cuda.memory_allocated(0) - allocated_before} bytes "
+          "(the tensors should be views of ringload's device memory)")
+    expected = {".".join(str(c) for c in t["path"]): t for t in manifest["tensors"]}
+    check(set(tensors) == set(expected), f"{file}: names {sorted(tensors)} != {sorted(expected)}")
+    pointers = []
+    for name, tensor in tensors.items():  # the deserializer is closed: the views keep the memory
+        want = expected.get(name)
+        if want is None:
+            continue
+        check(tensor.device == torch.device("cuda:0"), f"{file}:{name} is on {tensor.device}")
+        check(list(tensor.shape) == want["shape"], f"{file}:{name} shape {list(tensor.shape)} != {want['shape']}")
+        if want["dtype"].startswith("torch.") and hasattr(torch, want["dtype"][6:]):
+            check(tensor.dtype == getattr(torch, want["dtype"][6:]), f"{file}:{name} dtype {tensor.dtype}")
+        digest = hashlib.sha256(host_bytes(tensor)).hexdigest()
+        check(digest == want["sha256"], f"{file}:{name} sha256 {digest} != manifest {want['sha256']}")
+        if tensor.numel():
+            pointers.append(tensor.data_ptr())
+    if len(pointers) > 1:
+        total = sum(t["byte_length"] for t in manifest["tensors"])
+        check(max(pointers) - min(pointers) < total + 64 * len(pointers),
+              f"{file}: the tensors are not in one allocation of the load")
+
+
+def check_module():
+    torch.manual_seed(3)
+    module = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32))
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ringload-cuda-test-{os.getpid()}.tensors")
+    try:
+        with ringload.TensorSerializer(path) as writer:
+            writer.write_module(module)
+        target = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32)).to("cuda:0")
+        before = {name: t.data_ptr() for name, t in target.state_dict().items()}
+        with ringload.TensorDeserializer(path, device="cuda:0", lazy_load=True) as deserializer:
+            deserializer.load_into_module(target, verify_hash=True)
+        after = {name: t.data_ptr() for name, t in target.state_dict().items()}
+        check(after == before, "load_into_module on cuda:0 replaced the module's storage")
+        for name, tensor in module.state_dict().items():
+            check(torch.equal(target.state_dict()[name].cpu(), tensor), f"module {name} differs after the load")
+        with ringload.TensorDeserializer(path, device="cpu") as cpu, \
+                ringload.TensorDeserializer(path, device="cuda:0", dtype="float16") as gpu:
+            for name, tensor in cpu.flat_tensors().items():
+                cast = gpu.flat_tensors()[name]
+                check(cast.dtype == torch.float16 and torch.equal(cast.cpu(), tensor.to(torch.float16)),
+                      f"dtype=float16 on cuda:0 differs from torch's cast for {name}")
+    finally:
+        if os.path.exists(path):
+            os.remove(path)
+
+
+for fixture_file, fixture_manifest in fixtures():
+    check_fixture(fixture_file, fixture_manifest)
+check_module()
+print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failures")
+sys.exit(1 if failures else 0)

@@ -1,10 +1,10 @@
-// ringload-rawwrite OUT BYTES [QUEUE_DEPTH]: the disk's raw sequential write throughput, for the writer
-// benchmark (bench/write_vs_disk.sh).
+// ringload-rawwrite OUT BYTES [QUEUE_DEPTH]: the disk's raw sequential write throughput, for
+// the writer benchmark (bench/write_vs_disk.sh).
 //
 // The pattern of `fio --rw=write --bs=4M --iodepth=16 --ioengine=io_uring --direct=1
 // --end_fsync=1`: a fresh file, its blocks allocated first (as fio lays out with fallocate and
-// as our writer reserves), QUEUE_DEPTH (16) O_DIRECT 4 MiB writes kept in flight from registered buffers. The
-// clock runs from the first submit until fdatasync has returned, because a writer's file is
+// as our writer reserves), QUEUE_DEPTH (default 16) O_DIRECT 4 MiB writes kept in flight from
+// registered buffers. The clock runs from the first submit until fdatasync has returned, because a writer's file is
 // only written once it is durable (fio leaves its end_fsync out of its bandwidth). Prints
 // {"gb_per_s": ..., "write_seconds": ..., "sync_seconds": ...}.
 #include <liburing.h>
@@ -23,7 +23,6 @@
 namespace {
 
 constexpr std::size_t block_bytes = 4 << 20;
-unsigned queue_depth = 16;
 
 int fail(const char* what) {
     std::fprintf(stderr, "ringload-rawwrite: %s: %s\n", what, std::strerror(errno));
@@ -38,9 +37,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: ringload-rawwrite OUT BYTES [QUEUE_DEPTH]\n");
         return 2;
     }
-    if (argc == 4) {
-        queue_depth = static_cast<unsigned>(std::stoul(argv[3]));
-    }
+    const unsigned queue_depth = argc == 4 ? static_cast<unsigned>(std::stoul(argv[3])) : 16;
     const std::string out = argv[1];
     const std::uint64_t requested = std::stoull(argv[2]);
     const std::uint64_t total = (requested + block_bytes - 1) / block_bytes * block_bytes;

@@ -6,10 +6,11 @@
 # is the input; outputs go next to it and are removed at the end.
 #   write:      ringload-write-bench FILE out (FILE loaded into memory first, untimed; then
 #               write_tensorizer until the file is durable and renamed into place: `convert`
-#               streams, its reads would share the disk with its writes) against the raw O_DIRECT sequential write of the
-#               same size to a fresh file in the same directory, fdatasync included:
-#               ringload-rawwrite (fio's pattern: --rw=write --bs=4M --ioengine=io_uring
-#               --direct=1, with 32 writes in flight as our writer's ring; fio runs 16). fio itself is shown for reference; its bandwidth
+#               streams, its reads would share the disk with its writes) against the raw
+#               O_DIRECT sequential write of the same size to a fresh file in the same
+#               directory, fdatasync included: ringload-rawwrite (fio's pattern: --rw=write
+#               --bs=4M --ioengine=io_uring --direct=1, with 32 writes in flight as our
+#               writer's ring; fio runs 16). fio itself is shown for reference; its bandwidth
 #               leaves out its end_fsync, which on this VM is where the host's write cache is
 #               flushed (up to 0.5 s of a 2 s write), so it is not the baseline.
 #   sealed:     the same write, encrypted with a random key (reported, no target).

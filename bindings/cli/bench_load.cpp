@@ -22,14 +22,13 @@
 #include "bench_disk.hpp"
 #include "bench_gpu.hpp"
 #include "bench_report.hpp"
+#include "warm_memory.hpp"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -108,13 +107,7 @@ void warm_ram(const std::string& file) {
     // Up to 2 GiB more for the interpreter and torch; a small model needs no more than twice its size.
     const auto size = static_cast<std::size_t>(st.st_size);
     const std::size_t bytes = size + std::min(size, std::size_t{2} << 30);
-    void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) {
-        return; // a colder start for the system, not a failure
-    }
-    (void)::madvise(memory, bytes, MADV_HUGEPAGE);
-    std::memset(memory, 1, bytes);
-    ::munmap(memory, bytes);
+    (void)bench::warm_fresh_memory(bytes); // false: a colder start for the system, not a failure
 }
 
 // "cold", or why not: a file whose pages stay cached is measured warm, and the row says so.

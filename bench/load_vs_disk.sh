@@ -4,7 +4,8 @@
 # Cold-cache load of FILE with `ringload load` (plain and --verify) against the disk's raw
 # O_DIRECT io_uring sequential read of the same file, measured in the same run and
 # interleaved round by round (these VMs are noisy): fio where installed
-# (--rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1) and our own raw reader.
+# (--rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 --fixedbufs, huge-page
+# buffers as our ring's: common.sh's fio_hugepage) and our own raw reader.
 # Before every timed run: page cache dropped (as root) and RAM warmed the same way.
 # Prints a table and the median ratios ringload / disk limit (the faster of fio and ours).
 set -euo pipefail
@@ -18,7 +19,7 @@ source "$(dirname "$0")/common.sh"
 
 fio_rate() {
     command -v fio > /dev/null || { echo 0; return; }
-    fio --name=r --filename="$file" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
+    fio_hugepage --name=r --filename="$file" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
         --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
 }
 

@@ -9,8 +9,9 @@
 #               streams, its reads would share the disk with its writes) against the raw
 #               O_DIRECT sequential write of the same size to a fresh file in the same
 #               directory, fdatasync included: ringload-rawwrite (fio's pattern: --rw=write
-#               --bs=4M --ioengine=io_uring --direct=1, with 32 writes in flight as our
-#               writer's ring; fio runs 16). fio itself is shown for reference; its bandwidth
+#               --bs=4M --ioengine=io_uring --direct=1, huge-page registered buffers as
+#               fio_hugepage's, with 32 writes in flight as our writer's ring; fio
+#               runs 16). fio itself is shown for reference; its bandwidth
 #               leaves out its end_fsync, which on this VM is where the host's write cache is
 #               flushed (up to 0.5 s of a 2 s write), so it is not the baseline.
 #   sealed:     the same write, encrypted with a random key (reported, no target).
@@ -37,7 +38,7 @@ source "$(dirname "$0")/common.sh"
 
 fio_write() {
     rm -f "$fio_file"
-    fio --name=w --filename="$fio_file" --rw=write --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
+    fio_hugepage --name=w --filename="$fio_file" --rw=write --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
         --size="$size" --end_fsync=1 --output-format=json 2>/dev/null | json_field "d['jobs'][0]['write']['bw_bytes']/1e9"
     rm -f "$fio_file"
 }
@@ -47,7 +48,7 @@ raw_write() {
     rm -f "$raw_file"
 }
 fio_read() {
-    fio --name=r --filename="$1" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
+    fio_hugepage --name=r --filename="$1" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
         --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
 }
 

@@ -14,4 +14,4 @@ json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; 
 # fio_hugepage ARGS...: fio reading into (or writing from) registered huge-page buffers, as
 # our ring and raw tools do: with 4 KiB pages the block layer splits each 4 MiB O_DIRECT
 # request and fio measured 0.5-0.9 GB/s where it reads 1.6-1.8 with huge pages (same file).
-fio_hugepage() { GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --fixedbufs "$@"; }
+fio_hugepage() { GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio "$@" --fixedbufs; } # an io_uring option: after --ioengine

@@ -15,3 +15,9 @@ json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; 
 # our ring and raw tools do: with 4 KiB pages the block layer splits each 4 MiB O_DIRECT
 # request and fio measured 0.5-0.9 GB/s where it reads 1.6-1.8 with huge pages (same file).
 fio_hugepage() { GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio "$@" --fixedbufs; } # an io_uring option: after --ioengine
+# fio_read_gb_per_s FILE: fio's O_DIRECT sequential read of FILE, in GB/s (the pattern our
+# ring reads with: 4 MiB, 16 in flight, io_uring).
+fio_read_gb_per_s() {
+    fio_hugepage --name=r --filename="$1" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
+        --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
+}

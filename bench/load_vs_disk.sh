@@ -19,8 +19,7 @@ source "$(dirname "$0")/common.sh"
 
 fio_rate() {
     command -v fio > /dev/null || { echo 0; return; }
-    fio_hugepage --name=r --filename="$file" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
-        --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
+    fio_read_gb_per_s "$file"
 }
 
 echo "file: $file ($size bytes), $(nproc) cores, kernel $(uname -r)"

@@ -8,16 +8,17 @@
 // returned, because a writer's file is only written once it is durable (fio leaves its
 // end_fsync out of its bandwidth). Prints
 // {"gb_per_s": ..., "write_seconds": ..., "sync_seconds": ...}.
+#include "../bindings/cli/huge_page_buffer.hpp"
+
 #include <liburing.h>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -51,16 +52,13 @@ int main(int argc, char** argv) {
         return fail("fallocate");
     }
     const std::size_t buffer_bytes = block_bytes * queue_depth;
-    // Huge pages, as our writer's ring and fio with glibc.malloc.hugetlb=1: an O_DIRECT 4 MiB
-    // write from 4 KiB pages is split by the block layer, and this is the disk's limit, not
-    // that of one kind of buffer.
-    constexpr std::size_t huge_page_bytes = 2 << 20;
-    void* memory = nullptr;
-    if (::posix_memalign(&memory, huge_page_bytes, buffer_bytes) != 0) {
-        return fail("posix_memalign");
+    // Huge pages, as our writer's ring and fio with glibc.malloc.hugetlb=1.
+    const auto memory = ringload::bench::allocate_huge_page_buffer(buffer_bytes);
+    if (!memory) {
+        errno = ENOMEM;
+        return fail("write buffers");
     }
-    (void)::madvise(memory, buffer_bytes, MADV_HUGEPAGE);
-    auto* bytes = static_cast<unsigned char*>(memory);
+    auto* bytes = reinterpret_cast<unsigned char*>(memory.get());
     std::uint64_t state = 0x9e3779b97f4a7c15ULL; // not zeros: nothing below may shortcut them
     for (std::size_t i = 0; i < buffer_bytes; ++i) {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -120,7 +118,6 @@ int main(int argc, char** argv) {
     const auto synced = Clock::now();
     ::io_uring_queue_exit(&ring);
     ::close(fd);
-    std::free(memory);
     const double seconds = std::chrono::duration<double>(synced - started).count();
     std::printf("{\"gb_per_s\": %.4f, \"write_seconds\": %.4f, \"sync_seconds\": %.4f}\n",
                 static_cast<double>(total) / seconds / 1e9, std::chrono::duration<double>(written - started).count(),

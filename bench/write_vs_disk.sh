@@ -47,10 +47,6 @@ raw_write() {
     "$rawwrite" "$raw_file" "$size" 32 | json_field "d['gb_per_s']"
     rm -f "$raw_file"
 }
-fio_read() {
-    fio_hugepage --name=r --filename="$1" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
-        --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
-}
 
 cores=$(nproc)
 open_rate=$("$rate" | json_field "d['open_gb_per_s']")
@@ -66,7 +62,7 @@ for round in $(seq 1 "$rounds"); do
     rm -f "$out" "$sealed"
     prepare; write=$("$writebench" "$file" "$out" | json_field "d['gb_per_s']")
     prepare; sealed_w=$("$writebench" "$file" "$sealed" "$key" | json_field "d['gb_per_s']")
-    prepare; fio_r=$(fio_read "$sealed")
+    prepare; fio_r=$(fio_read_gb_per_s "$sealed")
     prepare; load=$("$ringload" load "$sealed" --key-file "$key" --json | json_field "d['bytes']/d['seconds']/1e9")
     python3 - "$round" "$fio_w" "$raw_w" "$write" "$sealed_w" "$fio_r" "$open_rate" "$cores" "$load" >> "$results" <<'PY'
 import sys

@@ -1,6 +1,8 @@
 // bindings/cli/bench_disk.cpp
 #include "bench_disk.hpp"
 
+#include "huge_page_buffer.hpp"
+
 #include <liburing.h>
 
 #include <fcntl.h>
@@ -11,7 +13,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -39,10 +40,6 @@ private:
     int fd_;
 };
 
-struct FreeDeleter {
-    void operator()(void* p) const noexcept { std::free(p); }
-};
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -65,19 +62,14 @@ Result<double> read_direct_gb_per_s(const std::string& path, std::uint32_t queue
                                         " (seccomp or kernel.io_uring_disabled?)");
     }
     std::unique_ptr<io_uring, decltype(&io_uring_queue_exit)> ring_guard(&ring, io_uring_queue_exit);
-    // One buffer per read in flight, faulted in and registered before the clock starts, as fio
-    // does: neither pays for that inside its timed region. Huge pages, as ringload's ring: a
-    // 4 MiB read into 4 KiB pages is split by the block layer, and this is the disk's limit,
-    // not that of one kind of buffer (fio with 4 KiB-page buffers measured 0.5-0.9 GB/s here
-    // while with huge pages it read 1.6-1.8 from the same file).
-    constexpr std::size_t huge_page_bytes = 2 << 20;
-    void* memory = nullptr;
-    if (::posix_memalign(&memory, huge_page_bytes, block_bytes * queue_depth) != 0) {
+    // One buffer per read in flight, on huge pages (huge_page_buffer.hpp), faulted in and
+    // registered before the clock starts, as fio does: neither pays for that inside its timed
+    // region.
+    auto buffers = bench::allocate_huge_page_buffer(block_bytes * queue_depth);
+    if (!buffers) {
         return fail(errc::out_of_memory, "bench: read buffers");
     }
-    std::unique_ptr<std::byte, FreeDeleter> buffers(static_cast<std::byte*>(memory));
-    (void)::madvise(memory, block_bytes * queue_depth, MADV_HUGEPAGE);
-    std::memset(memory, 0, block_bytes * queue_depth);
+    std::memset(buffers.get(), 0, block_bytes * queue_depth);
     std::vector<iovec> iovecs(queue_depth);
     for (std::uint32_t i = 0; i < queue_depth; ++i) {
         iovecs[i] = {buffers.get() + i * block_bytes, block_bytes};

@@ -5,7 +5,10 @@
 # `curl -r A-B` range downloads of the same file (to /dev/null), from the same nginx
 # (tests/support/nginx.py: 1 worker, sendfile), interleaved round by round. The file is read
 # once first so that both are served from the page cache, and RAM is warmed before every timed
-# run (ringload-warm-ram, see docs/benchmarks.md). Prints a table and the median ratio.
+# run (ringload-warm-ram, see docs/benchmarks.md). Prints a table and the median ratios.
+# curl is run two ways: discarding the bytes (-o /dev/null: the strict reference, which skips
+# the memory work of keeping them) and keeping them in RAM (-o a file in /dev/shm: as a load
+# does, the bytes end up in freshly allocated memory).
 set -euo pipefail
 build=$1 file=$2 rounds=${3:-3} connections=${4:-8}
 ringload=$(realpath "$build/bindings/cli/ringload")
@@ -27,16 +30,23 @@ from nginx import Nginx
 def prepare():
     subprocess.run([warm, str(size + (512 << 20))], check=True, capture_output=True)
 
-def curl_parallel(url):
+def curl_parallel(url, keep):
     prepare()
     part = (size + connections - 1) // connections
+    outputs = [f"/dev/shm/ringload-bench-curl-{os.getpid()}-{i}" if keep else "/dev/null" for i in range(connections)]
     started = time.monotonic()
-    procs = [subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-r", f"{i * part}-{min(size, (i + 1) * part) - 1}", url])
+    procs = [subprocess.Popen(["curl", "-s", "-o", outputs[i], "-r", f"{i * part}-{min(size, (i + 1) * part) - 1}", url])
              for i in range(connections)]
     for p in procs:
         if p.wait() != 0:
             raise SystemExit("curl failed")
-    return size / (time.monotonic() - started) / 1e9
+    rate = size / (time.monotonic() - started) / 1e9
+    if keep:
+        if sum(os.path.getsize(o) for o in outputs) != size:
+            raise SystemExit("curl's parts do not add up to the file")
+        for o in outputs:
+            os.remove(o)
+    return rate
 
 def ours(url):
     prepare()
@@ -48,12 +58,13 @@ def ours(url):
 with Nginx(os.path.dirname(path)) as server:
     url = f"{server.http_url}/{os.path.basename(path)}"
     print(f"file: {path} ({size} bytes), {os.cpu_count()} cores, {connections} connections, HTTP/1.1 on loopback")
-    print(f"{'round':<6} {'curl GB/s':>10} {'ringload GB/s':>14} {'ratio':>7}")
+    print(f"{'round':<6} {'curl GB/s':>10} {'curl->RAM GB/s':>15} {'ringload GB/s':>14} {'/curl':>7} {'/curl->RAM':>11}")
     rows = []
     for r in range(1, rounds + 1):
-        c, o = curl_parallel(url), ours(url)
-        rows.append((c, o, o / c))
-        print(f"{r:<6} {c:10.2f} {o:14.2f} {o / c:7.3f}")
+        c, k, o = curl_parallel(url, False), curl_parallel(url, True), ours(url)
+        rows.append((c, k, o, o / c, o / k))
+        print(f"{r:<6} {c:10.2f} {k:15.2f} {o:14.2f} {o / c:7.3f} {o / k:11.3f}")
     med = lambda i: statistics.median(row[i] for row in rows)
-    print(f"median: curl {med(0):.2f} GB/s, ringload {med(1):.2f} GB/s, ratio {med(2):.3f}")
+    print(f"median: curl {med(0):.2f} GB/s, curl->RAM {med(1):.2f} GB/s, ringload {med(2):.2f} GB/s, "
+          f"ratio to curl {med(3):.3f}, to curl->RAM {med(4):.3f}")
 PY

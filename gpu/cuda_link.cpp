@@ -5,6 +5,7 @@
 #include "gpu/cuda_error.hpp"
 #include "gpu/cuda_probe.hpp"
 #include "gpu/device_guard.hpp"
+#include "ringload/engine/scratch_account.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -186,6 +187,7 @@ public:
         void* memory = nullptr;
         RL_TRY_VOID(
             check("cudaMallocAsync", cudaMallocAsync(&memory, std::max<std::size_t>(length, 1), alloc_stream_)));
+        scratch_.allocated(memory, length);
         // Usable from every stream once this returns.
         RL_TRY_VOID(check("cudaStreamSynchronize", cudaStreamSynchronize(alloc_stream_)));
         return static_cast<std::byte*>(memory);
@@ -198,7 +200,10 @@ public:
             (void)cudaStreamSynchronize(stream);
         }
         (void)cudaFreeAsync(scratch, alloc_stream_);
+        scratch_.freed(scratch);
     }
+
+    std::uint64_t take_scratch_peak_bytes() noexcept override { return scratch_.take_peak(); }
 
     Result<void> convert(std::byte* to, DType to_type, std::byte* from, DType from_type, std::uint64_t count) override {
         auto queued = queue_conversion(to, to_type, from, from_type, count);
@@ -272,6 +277,7 @@ private:
         RL_TRY_VOID(check("convert kernel", static_cast<cudaError_t>(launch_convert(to, *to_kind, from, *from_kind,
                                                                                     count, convert_stream_))));
         cudaError_t freed = cudaFreeAsync(from, convert_stream_);
+        scratch_.freed(from);
         if (freed != cudaSuccess) {
             record(cuda_error(where_, "cudaFreeAsync", freed)); // the conversion is queued: report it at the end
         }
@@ -351,6 +357,7 @@ private:
     cudaStream_t alloc_stream_ = nullptr;
     std::atomic<std::uint32_t> next_stream_{0};
     std::shared_ptr<StagingPool> staging_ = std::make_shared<StagingPool>();
+    ScratchAccount scratch_;
 
     std::mutex mutex_;
     std::condition_variable wake_;

@@ -63,6 +63,10 @@ void print_json(const LoadedModel& model, const Index& index, bool with_sha256, 
     out["first_tensor_seconds"] = first_tensor_seconds > 0 ? first_tensor_seconds : model.seconds;
     out["device"] = model.device;
     out["how"] = model.how; // the source and how it was read, e.g. "HTTP/2 over TLS, 8 connections x 1 streams"
+    if (model.device != "cpu") {
+        // As the peers' torch.cuda.max_memory_allocated: `ringload bench load`'s device column.
+        out["device_peak_bytes"] = model.device_peak_bytes;
+    }
     out["tensors"] = nlohmann::json::array();
     for (const auto& tensor : model.tensors) {
         nlohmann::json row;

@@ -54,6 +54,9 @@ try:
     for expected in ("disk O_DIRECT qd1", "disk O_DIRECT qd16", "page cache (buffered hot)", "memcpy 1 core",
                      "crc32 1 core", "sha256 1 core", "xsalsa20-poly1305 1 core", *may_be_missing):
         check(expected in names, f"limits: no figure {expected!r}")
+    for kind in ("memcpy", "crc32", "sha256", "xsalsa20-poly1305"):  # on all cores while the disk reads
+        check(any(n.startswith(kind + " ") and n.endswith(" cores, disk reading") for n in names),
+              f"limits: no figure for {kind} while the disk reads")
     for figure in limits["figures"]:
         if "unavailable" in figure:
             check(figure["name"] in may_be_missing and figure["unavailable"],

@@ -142,12 +142,26 @@ TEST(TensorizerDeviceGraph, ConversionOnTheDeviceMatchesTheCpuPath) {
             auto run = run_on_device(path, nullptr, geometry, true, DType::float16, link);
             ASSERT_TRUE(run.outcome) << run.outcome.error().message();
             std::size_t converting = 0;
+            std::uint64_t scratch_total = 0;
+            std::uint64_t scratch_largest = 0;
             for (std::size_t i = 0; i < run.memory.size(); ++i) {
                 EXPECT_EQ(to_hex(sha256(run.memory[i])), cpu.tensors[i].sha256_hex) << "tensor " << i;
                 const TensorInfo& info = run.index.tensors[i];
-                converting += converts(info.dtype, DType::float16) && info.data_length_bytes > 0 ? 1 : 0;
+                if (converts(info.dtype, DType::float16) && info.data_length_bytes > 0) {
+                    ++converting;
+                    scratch_total += info.data_length_bytes;
+                    scratch_largest = std::max(scratch_largest, info.data_length_bytes);
+                }
             }
             EXPECT_EQ(link.conversions(), converting);
+            // The device memory a load reports (device_peak_bytes) counts the raw bytes waiting
+            // for their conversion: at least the largest such tensor, never more than all of them,
+            // and none left once the load is over.
+            const std::uint64_t peak = link.take_scratch_peak_bytes();
+            EXPECT_GE(peak, scratch_largest);
+            EXPECT_LE(peak, scratch_total);
+            EXPECT_EQ(link.scratch_held_bytes(), 0U);
+            EXPECT_EQ(link.take_scratch_peak_bytes(), 0U) << "a second take starts from what is held";
         }
     }
 }

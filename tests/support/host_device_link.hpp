@@ -10,6 +10,7 @@
 
 #include "ringload/engine/device_link.hpp"
 #include "ringload/engine/dtype_convert.hpp"
+#include "ringload/engine/scratch_account.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -61,9 +62,16 @@ public:
         return {};
     }
     Result<std::byte*> allocate_scratch(std::size_t length) override {
-        return new std::byte[std::max<std::size_t>(length, 1)];
+        auto* scratch = new std::byte[std::max<std::size_t>(length, 1)];
+        scratch_.allocated(scratch, length);
+        return scratch;
     }
-    void free_scratch(std::byte* scratch) noexcept override { delete[] scratch; }
+    void free_scratch(std::byte* scratch) noexcept override {
+        scratch_.freed(scratch);
+        delete[] scratch;
+    }
+    std::uint64_t take_scratch_peak_bytes() noexcept override { return scratch_.take_peak(); }
+    std::uint64_t scratch_held_bytes() const { return scratch_.held_bytes(); }
     Result<void> convert(std::byte* to, DType to_type, std::byte* from, DType from_type, std::uint64_t count) override {
         // After every copy queued so far, on both streams, as the CUDA link orders it.
         std::vector<std::uint64_t> wait_for;
@@ -78,6 +86,7 @@ public:
             changed_.wait(lock, [&] { return streams_[0].done >= wait_for[0] && streams_[1].done >= wait_for[1]; });
         }
         convert_elements(to, to_type, from, from_type, count);
+        scratch_.freed(from);
         delete[] from;
         conversions_.fetch_add(1);
         return {};
@@ -134,6 +143,7 @@ private:
         }
     }
 
+    ScratchAccount scratch_;
     std::mutex mutex_;
     std::condition_variable changed_;
     Stream streams_[2];

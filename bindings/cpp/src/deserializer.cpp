@@ -132,10 +132,11 @@ Result<std::shared_ptr<std::byte>> allocate_device_block(int ordinal, std::size_
     return gpu::allocate_device_memory(ordinal, bytes);
 }
 
-LoadedModel Deserializer::Impl::device_model(const DeviceLink& link, std::shared_ptr<std::byte> memory,
-                                             const RunStats& stats) const {
+LoadedModel Deserializer::Impl::device_model(DeviceLink& link, std::shared_ptr<std::byte> memory,
+                                             std::uint64_t block_bytes, const RunStats& stats) const {
     LoadedModel model;
     model.device = link.name();
+    model.device_peak_bytes = block_bytes + link.take_scratch_peak_bytes();
     model.device_memory = std::move(memory);
     model.bytes_read = stats.bytes_read;
     model.how = source->describe() + ", to " + link.name();
@@ -223,6 +224,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
     RL_TRY(opened_link, link_for(ordinal, *ring_in_use));
     DeviceLink& link = *opened_link;
     RL_TRY_VOID(link.order_after_default_stream()); // the caller's pending kernels on its destinations
+    (void)link.take_scratch_peak_bytes();           // this load's peak starts here
     RL_TRY(memory, allocate_device_block(ordinal, layout.owned_bytes));
     std::vector<tensorizer::TensorDestination> destinations;
     for (const auto& planned : layout.tensors) {
@@ -236,7 +238,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
         return stats.error();
     }
 
-    LoadedModel model = device_model(link, memory, *stats);
+    LoadedModel model = device_model(link, memory, layout.owned_bytes, *stats);
     fill_tensors(model, layout, memory.get(), graph);
     return model;
 }

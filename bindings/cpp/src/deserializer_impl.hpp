@@ -90,7 +90,10 @@ struct Deserializer::Impl {
     Result<RunStats> run_handler(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                                  const Plan& plan, ChunkHandler& handler, std::size_t tensors_total);
     // A device load's model before its tensors: where they are, what was read and how.
-    LoadedModel device_model(const DeviceLink& link, std::shared_ptr<std::byte> memory, const RunStats& stats) const;
+    // block_bytes: the tensors' device allocation (with the link's scratch peak since the
+    // load took it at its start: LoadedModel::device_peak_bytes).
+    LoadedModel device_model(DeviceLink& link, std::shared_ptr<std::byte> memory, std::uint64_t block_bytes,
+                             const RunStats& stats) const;
     // Reads `spans` through a CopyGraph (host or `device` memory).
     Result<RunStats> run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                               std::vector<CopySpan> spans, DeviceLink* device, std::size_t tensors_total);

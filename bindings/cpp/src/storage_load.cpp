@@ -138,6 +138,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_device(const LoadOption
     RL_TRY(opened_link, link_for(ordinal, *ring_in_use));
     DeviceLink& link = *opened_link;
     RL_TRY_VOID(link.order_after_default_stream());
+    (void)link.take_scratch_peak_bytes(); // this load's peak starts here (torch loads take no scratch yet)
     const StorageBlock block = plan_storage_block(index, wanted_tensors(layout));
     RL_TRY(memory, allocate_device_block(ordinal, block.bytes));
     auto stats =
@@ -146,7 +147,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_device(const LoadOption
         (void)link.synchronize(); // copies still queued must not outlive `memory`
         return stats.error();
     }
-    LoadedModel model = device_model(link, memory, *stats);
+    LoadedModel model = device_model(link, memory, block.bytes, *stats);
     for (const auto& planned : layout.tensors) {
         const TensorInfo& stored = index.tensors[planned.index];
         model.tensors.push_back(view_of(stored, planned, first_element(block, memory.get(), stored)));

@@ -107,7 +107,10 @@ struct LoadedModel {
     std::uint64_t bytes = 0;                  // tensor bytes produced
     std::uint64_t bytes_read = 0;             // bytes read from the source
     double seconds = 0;                       // the load, without compute_sha256
-    std::string how;                          // "O_DIRECT io_uring", ...
+    // Device loads: the most device memory the load held at once (its tensors' block plus
+    // conversion scratch; not the CUDA context). 0 on the CPU.
+    std::uint64_t device_peak_bytes = 0;
+    std::string how; // "O_DIRECT io_uring", ...
 };
 
 // The loaded tensors as a writer takes them (names, types, module_idx and the bytes in the

@@ -46,6 +46,9 @@ public:
     // Frees scratch that never reached convert() (a load that failed half-way), once the
     // uploads into it have finished.
     virtual void free_scratch(std::byte* scratch) noexcept = 0;
+    // The most scratch held at once since the last call (see ScratchAccount): a load takes it
+    // before its first copy and after its last, for the device memory it used.
+    virtual std::uint64_t take_scratch_peak_bytes() noexcept = 0;
     // Once every upload queued so far has landed, converts `count` elements at `from` (scratch
     // from allocate_scratch, freed afterwards, also when this fails) into `to`. float64/32/16
     // and bfloat16 only.

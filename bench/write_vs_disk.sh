@@ -14,6 +14,10 @@
 #               runs 16). fio itself is shown for reference; its bandwidth
 #               leaves out its end_fsync, which on this VM is where the host's write cache is
 #               flushed (up to 0.5 s of a 2 s write), so it is not the baseline.
+#               The writer must SHA-256 and CRC32 every byte (the format stores both) and copy
+#               it into the ring: "hash cap" is what the cores do of that with nothing else
+#               running (`ringload bench limits --only cpu`: 1 / (1/sha256 + 1/crc32 + 1/memcpy),
+#               all cores), and the write is also shown against min(raw write, hash cap).
 #   sealed:     the same write, encrypted with a random key (reported, no target).
 #   enc. load:  `ringload load` of the encrypted file (cold cache where root) against
 #               min(fio O_DIRECT read of that file, cores x one core's XSalsa20-Poly1305 open
@@ -50,10 +54,22 @@ raw_write() {
 
 cores=$(nproc)
 open_rate=$("$rate" | json_field "d['open_gb_per_s']")
-echo "file: $file ($size bytes), $cores cores, kernel $(uname -r); one core opens XSalsa20-Poly1305 at $open_rate GB/s"
+limits=$(mktemp)
+"$ringload" bench limits --file "$file" --only cpu --json "$limits" > /dev/null 2>&1
+hash_cap=$(python3 - "$limits" "$cores" <<'PY'
+import json, sys
+cores = sys.argv[2]
+rate = {f["name"].split()[0]: f["gb_per_s"] for f in json.load(open(sys.argv[1]))["figures"]
+        if f["name"].endswith(f" {cores} cores")}
+print(1 / (1 / rate["sha256"] + 1 / rate["crc32"] + 1 / rate["memcpy"]))
+PY
+)
+rm -f "$limits"
+echo "file: $file ($size bytes), $cores cores, kernel $(uname -r); one core opens XSalsa20-Poly1305 at $open_rate GB/s;"
+echo "hash cap (SHA-256 + CRC32 + copy of every byte on $cores cores, nothing else running): $hash_cap GB/s"
 [ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): reads may be warm"
-printf "%-6s %8s %8s %8s %9s %8s %8s %9s %10s %9s\n" round "fio w" "raw w" "write" "sealed w" "fio r" \
-    "decrypt" "enc load" "write/raw" "load/lim"
+printf "%-6s %8s %8s %8s %9s %8s %8s %9s %10s %9s %9s\n" round "fio w" "raw w" "write" "sealed w" "fio r" \
+    "decrypt" "enc load" "write/raw" "load/lim" "write/cap"
 for round in $(seq 1 "$rounds"); do
     prepare; fio_w=$(fio_write)
     prepare; raw_w=$(raw_write)
@@ -64,12 +80,13 @@ for round in $(seq 1 "$rounds"); do
     prepare; sealed_w=$("$writebench" "$file" "$sealed" "$key" | json_field "d['gb_per_s']")
     prepare; fio_r=$(fio_read_gb_per_s "$sealed")
     prepare; load=$("$ringload" load "$sealed" --key-file "$key" --json | json_field "d['bytes']/d['seconds']/1e9")
-    python3 - "$round" "$fio_w" "$raw_w" "$write" "$sealed_w" "$fio_r" "$open_rate" "$cores" "$load" >> "$results" <<'PY'
+    python3 - "$round" "$fio_w" "$raw_w" "$write" "$sealed_w" "$fio_r" "$open_rate" "$cores" "$load" "$hash_cap" \
+        >> "$results" <<'PY'
 import sys
-round_, fio_w, raw_w, write, sealed_w, fio_r, open_rate, cores, load = sys.argv[1], *map(float, sys.argv[2:])
+round_, fio_w, raw_w, write, sealed_w, fio_r, open_rate, cores, load, cap = sys.argv[1], *map(float, sys.argv[2:])
 decrypt = cores * open_rate
 print(f"{round_:<6} {fio_w:8.2f} {raw_w:8.2f} {write:8.2f} {sealed_w:9.2f} {fio_r:8.2f} {decrypt:8.2f} {load:9.2f} "
-      f"{write/raw_w:10.3f} {load/min(fio_r, decrypt):9.3f}")
+      f"{write/raw_w:10.3f} {load/min(fio_r, decrypt):9.3f} {write/min(raw_w, cap):9.3f}")
 PY
     tail -1 "$results"
 done
@@ -79,5 +96,6 @@ rows = [line.split() for line in open(sys.argv[1])]
 m = lambda i: statistics.median(float(r[i]) for r in rows)
 print(f"median GB/s: fio write (no fsync) {m(1):.2f}, raw write {m(2):.2f}, ringload write {m(3):.2f}, "
       f"encrypted write {m(4):.2f}; fio read {m(5):.2f}, cores x decrypt {m(6):.2f}, encrypted load {m(7):.2f}")
-print(f"median ratio write/raw-write {m(8):.3f}, encrypted load/min(disk, cores x decrypt) {m(9):.3f}")
+print(f"median ratio write/raw-write {m(8):.3f}, encrypted load/min(disk, cores x decrypt) {m(9):.3f}, "
+      f"write/min(raw write, hash cap) {m(10):.3f}")
 PY

@@ -34,19 +34,21 @@ def curl_parallel(url, keep):
     prepare()
     part = (size + connections - 1) // connections
     outputs = [f"/dev/shm/ringload-bench-curl-{os.getpid()}-{i}" if keep else "/dev/null" for i in range(connections)]
-    started = time.monotonic()
-    procs = [subprocess.Popen(["curl", "-s", "-o", outputs[i], "-r", f"{i * part}-{min(size, (i + 1) * part) - 1}", url])
-             for i in range(connections)]
-    for p in procs:
-        if p.wait() != 0:
-            raise SystemExit("curl failed")
-    rate = size / (time.monotonic() - started) / 1e9
-    if keep:
-        if sum(os.path.getsize(o) for o in outputs) != size:
+    try:
+        started = time.monotonic()
+        procs = [subprocess.Popen(["curl", "-s", "-o", outputs[i], "-r", f"{i * part}-{min(size, (i + 1) * part) - 1}",
+                                   url]) for i in range(connections)]
+        failed = [p.wait() != 0 for p in procs]
+        if any(failed):
+            raise SystemExit("curl failed" + (" (is /dev/shm large enough for the file?)" if keep else ""))
+        rate = size / (time.monotonic() - started) / 1e9
+        if keep and sum(os.path.getsize(o) for o in outputs) != size:
             raise SystemExit("curl's parts do not add up to the file")
+        return rate
+    finally:
         for o in outputs:
-            os.remove(o)
-    return rate
+            if keep and os.path.exists(o):
+                os.remove(o)
 
 def ours(url):
     prepare()

@@ -30,13 +30,22 @@ echo "file: $file ($size bytes), $(nproc) cores, kernel $(uname -r)"
 [ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): these are warm-cache numbers"
 printf "%-6s %10s %10s %12s %14s %9s %9s %11s %10s\n" round "fio GB/s" "raw GB/s" "load GB/s" "verify GB/s" \
     "load/disk" "verify/disk" "hash cap" "verify/cap"
-results=$(mktemp) limits=$(mktemp)
-trap 'rm -f "$results" "$limits"' EXIT
+results=$(mktemp) limits=$(mktemp) errors=$(mktemp)
+trap 'rm -f "$results" "$limits" "$errors"' EXIT
+# Fails (and so stops the script: `cap=$(hash_cap)` under set -e) with bench limits' own message.
 hash_cap() {
-    "$ringload" bench limits --file "$file" --only cpu-io --json "$limits" > /dev/null 2>&1
+    rm -f "$limits"
+    if ! "$ringload" bench limits --file "$file" --only cpu-io --json "$limits" > /dev/null 2> "$errors"; then
+        echo "bench limits --only cpu-io failed: $(cat "$errors")" >&2
+        return 1
+    fi
     python3 - "$limits" <<'PY'
 import json, sys
-rate = {f["name"].split()[0]: f["gb_per_s"] for f in json.load(open(sys.argv[1]))["figures"]}
+rate = {}
+for f in json.load(open(sys.argv[1]))["figures"]:
+    if "gb_per_s" not in f:
+        sys.exit(f"bench limits: {f['name']}: {f.get('unavailable', 'no figure')}")
+    rate[f["name"].split()[0]] = f["gb_per_s"]
 print(1 / (1 / rate["sha256"] + 1 / rate["crc32"] + 1 / rate["memcpy"]))
 PY
 }

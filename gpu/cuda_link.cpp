@@ -189,7 +189,12 @@ public:
             check("cudaMallocAsync", cudaMallocAsync(&memory, std::max<std::size_t>(length, 1), alloc_stream_)));
         scratch_.allocated(memory, length);
         // Usable from every stream once this returns.
-        RL_TRY_VOID(check("cudaStreamSynchronize", cudaStreamSynchronize(alloc_stream_)));
+        auto synchronized = check("cudaStreamSynchronize", cudaStreamSynchronize(alloc_stream_));
+        if (!synchronized) {
+            scratch_.freed(memory); // the caller never sees it: give it back here
+            (void)cudaFreeAsync(memory, alloc_stream_);
+            return synchronized.error();
+        }
         return static_cast<std::byte*>(memory);
     }
 
@@ -199,8 +204,10 @@ public:
         for (cudaStream_t stream : streams_) {
             (void)cudaStreamSynchronize(stream);
         }
-        (void)cudaFreeAsync(scratch, alloc_stream_);
+        // Uncounted before the free is queued: from then on the pool may hand the same address
+        // to another allocation, whose count a late freed() would erase.
         scratch_.freed(scratch);
+        (void)cudaFreeAsync(scratch, alloc_stream_);
     }
 
     std::uint64_t take_scratch_peak_bytes() noexcept override { return scratch_.take_peak(); }
@@ -276,8 +283,8 @@ private:
         }
         RL_TRY_VOID(check("convert kernel", static_cast<cudaError_t>(launch_convert(to, *to_kind, from, *from_kind,
                                                                                     count, convert_stream_))));
+        scratch_.freed(from); // before the free is queued (see free_scratch)
         cudaError_t freed = cudaFreeAsync(from, convert_stream_);
-        scratch_.freed(from);
         if (freed != cudaSuccess) {
             record(cuda_error(where_, "cudaFreeAsync", freed)); // the conversion is queued: report it at the end
         }

@@ -20,10 +20,10 @@
 #include "bench_report.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 namespace ringload::cli {
@@ -80,10 +80,11 @@ void add_cpu_figures(nlohmann::json& figures) {
 // while each kind of work runs on every core.
 void add_cpu_under_io_figures(const std::string& path, nlohmann::json& figures) {
     const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
-    std::atomic<bool> stop{false};
     std::optional<Error> read_error;
-    std::thread reader([&] {
-        while (!stop.load()) {
+    // A jthread asks the reader to stop and joins it on every way out, an exception included.
+    // It stops between whole passes over the file.
+    std::jthread reader([&](const std::stop_token& stop) {
+        while (!stop.stop_requested()) {
             auto read = read_direct_gb_per_s(path, 16);
             if (!read) {
                 read_error = read.error();
@@ -97,7 +98,7 @@ void add_cpu_under_io_figures(const std::string& path, nlohmann::json& figures) 
         bench_progress("cpu while the disk reads: " + name);
         rates.emplace_back(name + " " + std::to_string(cores) + " cores, disk reading", cpu_gb_per_s(work, cores, 0.5));
     }
-    stop.store(true);
+    reader.request_stop();
     reader.join();
     for (const auto& [name, rate] : rates) {
         figures.push_back(read_error ? figure(name, Result<double>(*read_error)) : figure(name, rate));

@@ -6,7 +6,8 @@
 // report as torch.cuda.max_memory_allocated (`ringload load --json`: device_peak_bytes).
 //
 //     account.allocated(scratch, length);      // after the allocation succeeded
-//     account.freed(scratch);                  // when its free is queued
+//     account.freed(scratch);                  // before its free is queued: once it is, the
+//                                              // same address may come back from an allocation
 //     std::uint64_t peak = account.take_peak();
 //
 // Thread: any.

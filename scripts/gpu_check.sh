@@ -6,7 +6,10 @@
 #      against the CPU path, caller destinations, writing a model from the GPU), then the
 #      Python package's (tests/bindings/python_cuda_test.py);
 #   2. the same load tests under compute-sanitizer memcheck, racecheck and initcheck;
-#   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS).
+#   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS);
+#   4. `ringload bench` on the GPU (issue #7): the pinned-copy limits, and the load of a
+#      synthetic GPT-2 XL (GPU_BENCH_MODEL to use another) to cuda with ringload and every peer
+#      installed here, with peak device memory per system (gpu-*.json, gpu-load.png).
 # Without BUILD_DIR it sets up (scripts/setup.sh) and builds the release preset first. A build
 # made elsewhere can be given instead (scripts/gpu_bundle.sh packs one with its libraries), with
 # RINGLOAD_TEST_DATA_DIR pointing at tests/data when the sources moved.
@@ -43,3 +46,11 @@ done
 
 echo "=== 3. benchmarks"
 RINGLOAD_POISON_SLOTS=0 ./bench/gpu_load.sh "$build" "${GPU_BENCH_FILE:-}"
+
+echo "=== 4. ringload bench on the GPU"
+ringload=$build/bindings/cli/ringload
+model=${GPU_BENCH_MODEL:-demo/gpt2-xl.tensors}
+mkdir -p "$(dirname "$model")"
+[ -f "$model" ] || "$ringload" bench model --shape gpt2-xl "$model"
+"$ringload" bench limits --file "$model" --only gpu --json gpu-limits.json
+"$ringload" bench load "$model" --device cuda --work-dir "$(dirname "$model")" --json gpu-load.json --png gpu-load.png

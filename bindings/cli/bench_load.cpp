@@ -28,9 +28,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 namespace ringload::cli {
 namespace {
@@ -129,6 +131,15 @@ std::vector<std::string> command_for(const System& system, const std::string& fi
     return {bench_python(), bench_scripts_dir() + "/peers/" + system.script, file, "--device", device};
 }
 
+// The last non-empty line of a child's stderr (its one-line error).
+std::string last_line_of(std::string text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+        text.pop_back();
+    }
+    const auto newline = text.rfind('\n');
+    return newline == std::string::npos ? text : text.substr(newline + 1);
+}
+
 nlohmann::json run_system(const System& system, const std::string& file, const std::string& device) {
     nlohmann::json row;
     row["system"] = system.name;
@@ -145,8 +156,13 @@ nlohmann::json run_system(const System& system, const std::string& file, const s
         return row;
     }
     if (run->exit_status != 0 || !out.is_object()) {
-        const auto last_line = run->err.substr(run->err.rfind('\n', run->err.size() - 2) + 1);
-        row["unavailable"] = "failed (exit " + std::to_string(run->exit_status) + "): " + last_line;
+        const std::string line = last_line_of(run->err);
+        // `ringload load` says "unsupported" where the machine cannot do what was asked (no
+        // GPU, a build without CUDA): a reason, as the peers give one, not a failure.
+        constexpr std::string_view unsupported = "ringload: unsupported: ";
+        row["unavailable"] = line.starts_with(unsupported)
+                                 ? line.substr(unsupported.size())
+                                 : "failed (exit " + std::to_string(run->exit_status) + "): " + line;
         return row;
     }
     double seconds = out["seconds"].get<double>();

@@ -21,3 +21,32 @@ fio_read_gb_per_s() {
     fio_hugepage --name=r --filename="$1" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
         --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
 }
+# hash_cap_gb_per_s RINGLOAD FILE GROUP: what all cores do of SHA-256 + CRC32 + a copy of every
+# byte, 1 / (1/sha256 + 1/crc32 + 1/memcpy), from `ringload bench limits --only GROUP` (cpu:
+# nothing else running; cpu-io: while the disk reads FILE). "All cores" is the largest "N cores"
+# figure (N is what the process may use, which can be fewer than nproc says under a cpuset).
+# Fails with bench limits' own message (so `x=$(hash_cap_gb_per_s ...)` stops a set -e script).
+hash_cap_gb_per_s() {
+    local limits errors status=0
+    limits=$(mktemp) errors=$(mktemp)
+    if ! "$1" bench limits --file "$2" --only "$3" --json "$limits" > /dev/null 2> "$errors"; then
+        echo "bench limits --only $3 failed: $(cat "$errors")" >&2
+        rm -f "$limits" "$errors"
+        return 1
+    fi
+    python3 - "$limits" <<'PY' || status=$?
+import json, re, sys
+rates = {}
+for f in json.load(open(sys.argv[1]))["figures"]:
+    m = re.fullmatch(r"(\S+) (\d+) cores?(, disk reading)?", f["name"])
+    if not m:
+        continue
+    if "gb_per_s" not in f:
+        sys.exit(f"bench limits: {f['name']}: {f.get('unavailable', 'no figure')}")
+    rates.setdefault(m[1], {})[int(m[2])] = f["gb_per_s"]
+rate = {work: by_cores[max(by_cores)] for work, by_cores in rates.items()}
+print(1 / (1 / rate["sha256"] + 1 / rate["crc32"] + 1 / rate["memcpy"]))
+PY
+    rm -f "$limits" "$errors"
+    return $status
+}

@@ -30,31 +30,14 @@ echo "file: $file ($size bytes), $(nproc) cores, kernel $(uname -r)"
 [ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): these are warm-cache numbers"
 printf "%-6s %10s %10s %12s %14s %9s %9s %11s %10s\n" round "fio GB/s" "raw GB/s" "load GB/s" "verify GB/s" \
     "load/disk" "verify/disk" "hash cap" "verify/cap"
-results=$(mktemp) limits=$(mktemp) errors=$(mktemp)
-trap 'rm -f "$results" "$limits" "$errors"' EXIT
-# Fails (and so stops the script: `cap=$(hash_cap)` under set -e) with bench limits' own message.
-hash_cap() {
-    rm -f "$limits"
-    if ! "$ringload" bench limits --file "$file" --only cpu-io --json "$limits" > /dev/null 2> "$errors"; then
-        echo "bench limits --only cpu-io failed: $(cat "$errors")" >&2
-        return 1
-    fi
-    python3 - "$limits" <<'PY'
-import json, sys
-rate = {}
-for f in json.load(open(sys.argv[1]))["figures"]:
-    if "gb_per_s" not in f:
-        sys.exit(f"bench limits: {f['name']}: {f.get('unavailable', 'no figure')}")
-    rate[f["name"].split()[0]] = f["gb_per_s"]
-print(1 / (1 / rate["sha256"] + 1 / rate["crc32"] + 1 / rate["memcpy"]))
-PY
-}
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
 for round in $(seq 1 "$rounds"); do
     prepare; fio=$(fio_rate)
     prepare; raw=$("$rawread" "$file" --json | json_field "d['gb_per_s']")
     prepare; load=$("$ringload" load "$file" --json | json_field "d['bytes']/d['seconds']/1e9")
     prepare; verify=$("$ringload" load "$file" --verify --json | json_field "d['bytes']/d['seconds']/1e9")
-    cap=$(hash_cap)
+    cap=$(hash_cap_gb_per_s "$ringload" "$file" cpu-io)
     python3 - "$round" "$fio" "$raw" "$load" "$verify" "$cap" >> "$results" <<'PY'
 import sys
 round_, fio, raw, load, verify, cap = sys.argv[1], *map(float, sys.argv[2:])

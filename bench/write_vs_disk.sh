@@ -33,8 +33,8 @@ size=$(stat -c %s "$file")
 dir=$(dirname "$file")
 out=$dir/.bench-write.tensors sealed=$dir/.bench-sealed.tensors fio_file=$dir/.bench-fio-write
 raw_file=$dir/.bench-raw-write
-key=$(mktemp) results=$(mktemp) limits=$(mktemp)
-trap 'rm -f "$out" "$sealed" "$fio_file" "$raw_file" "$key" "$results" "$limits"' EXIT
+key=$(mktemp) results=$(mktemp)
+trap 'rm -f "$out" "$sealed" "$fio_file" "$raw_file" "$key" "$results"' EXIT
 head -c 32 /dev/urandom > "$key"
 command -v fio > /dev/null || { echo "fio is needed (apt-get install fio)"; exit 1; }
 
@@ -54,20 +54,7 @@ raw_write() {
 
 cores=$(nproc)
 open_rate=$("$rate" | json_field "d['open_gb_per_s']")
-"$ringload" bench limits --file "$file" --only cpu --json "$limits" > /dev/null
-# The figures on all cores: the largest "N cores" (N is what the process may use, which can be
-# fewer than nproc says under a cpuset).
-hash_cap=$(python3 - "$limits" <<'PY'
-import json, re, sys
-rates = {}
-for f in json.load(open(sys.argv[1]))["figures"]:
-    m = re.fullmatch(r"(\S+) (\d+) cores?", f["name"])
-    if m and "gb_per_s" in f:
-        rates.setdefault(m[1], {})[int(m[2])] = f["gb_per_s"]
-rate = {work: by_cores[max(by_cores)] for work, by_cores in rates.items()}
-print(1 / (1 / rate["sha256"] + 1 / rate["crc32"] + 1 / rate["memcpy"]))
-PY
-)
+hash_cap=$(hash_cap_gb_per_s "$ringload" "$file" cpu)
 echo "file: $file ($size bytes), $cores cores, kernel $(uname -r); one core opens XSalsa20-Poly1305 at $open_rate GB/s;"
 echo "hash cap (SHA-256 + CRC32 + copy of every byte on all cores, nothing else running): $hash_cap GB/s"
 [ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): reads may be warm"

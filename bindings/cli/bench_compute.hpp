@@ -6,6 +6,7 @@
 // one core and on `threads` cores at once (each thread its own buffers, as the worker pool).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -13,6 +14,9 @@
 namespace ringload::cli {
 
 enum class CpuWork : std::uint8_t { memcpy, crc32, sha256, xsalsa20_poly1305 };
+// Every kind, in the order `bench limits` lists them.
+inline constexpr std::array<CpuWork, 4> all_cpu_work{CpuWork::memcpy, CpuWork::crc32, CpuWork::sha256,
+                                                     CpuWork::xsalsa20_poly1305};
 
 std::string_view cpu_work_name(CpuWork work);
 

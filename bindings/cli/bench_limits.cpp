@@ -64,7 +64,7 @@ void add_disk_figures(const std::string& path, nlohmann::json& figures) {
 
 void add_cpu_figures(nlohmann::json& figures) {
     const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
-    for (CpuWork work : {CpuWork::memcpy, CpuWork::crc32, CpuWork::sha256, CpuWork::xsalsa20_poly1305}) {
+    for (CpuWork work : all_cpu_work) {
         const std::string name(cpu_work_name(work));
         bench_progress("cpu: " + name);
         figures.push_back(figure(name + " 1 core", cpu_gb_per_s(work, 1)));
@@ -93,7 +93,7 @@ void add_cpu_under_io_figures(const std::string& path, nlohmann::json& figures) 
         }
     });
     std::vector<std::pair<std::string, double>> rates;
-    for (CpuWork work : {CpuWork::memcpy, CpuWork::crc32, CpuWork::sha256, CpuWork::xsalsa20_poly1305}) {
+    for (CpuWork work : all_cpu_work) {
         const std::string name(cpu_work_name(work));
         bench_progress("cpu while the disk reads: " + name);
         rates.emplace_back(name + " " + std::to_string(cores) + " cores, disk reading", cpu_gb_per_s(work, cores, 0.5));

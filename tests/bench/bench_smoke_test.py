@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/bench/bench_smoke_test.py RINGLOAD WORK_DIR: the whole `ringload bench` harness on the
 tiny model (issue #7): `bench model --shape tiny`, `bench limits` and `bench load` with --json
-and --png, checking that every figure is present and positive, or carries the reason it could
+and --png (and `bench load --device cuda`), checking that every figure is present and positive, or carries the reason it could
 not be measured here. Reasons are accepted only where the machine may lack the thing: a GPU, a
 server to measure HTTP with, a peer's package. A peer that is installed and fails, fails the
 test. WORK_DIR is on a real file system (O_DIRECT: not tmpfs). No root, no network.
@@ -87,6 +87,22 @@ try:
     byte_counts = {row["bytes"] for row in systems.values() if "bytes" in row}
     check(len(byte_counts) == 1, f"load: the systems loaded different byte counts: {byte_counts}")
     check(os.path.getsize(os.path.join(work, "load.png")) > 0, "load: empty PNG")
+
+    # To a GPU: with one, ringload's rows report the device memory they held (at least the
+    # tensors); without one, every row says why instead of a number, ringload's as the peers'
+    # (the CLI's "unsupported" reason, not a failure).
+    gpu_json = os.path.join(work, "load-cuda.json")
+    run("bench", "load", model, "--device", "cuda", "--work-dir", work, "--json", gpu_json)
+    for row in json.load(open(gpu_json))["systems"]:
+        name = f"load --device cuda: {row['system']} ({row['format']})"
+        if "unavailable" in row:
+            reason = row["unavailable"]
+            if row["system"] == "ringload":
+                check(not reason.startswith("failed") and "CUDA" in reason, f"{name}: {reason}")
+            else:
+                check(reason.startswith("not installed") or reason.startswith("no GPU"), f"{name}: {reason}")
+        elif row["system"] == "ringload":
+            check(row.get("device_peak_bytes", 0) >= row["bytes"], f"{name}: device peak {row.get('device_peak_bytes')}")
 finally:
     shutil.rmtree(work, ignore_errors=True)
 

@@ -14,7 +14,9 @@ json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; 
 # fio_hugepage ARGS...: fio reading into (or writing from) registered huge-page buffers, as
 # our ring and raw tools do: with 4 KiB pages the block layer splits each 4 MiB O_DIRECT
 # request and fio measured 0.5-0.9 GB/s where it reads 1.6-1.8 with huge pages (same file).
-fio_hugepage() { GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio "$@" --fixedbufs; } # an io_uring option: after --ioengine
+# --iomem_align=2M: malloc's block is not at a 2 MiB boundary, so its ends stayed 4 KiB pages
+# (unaligned, fio read 1.6-1.8 GB/s at queue depth 1 where 2 MiB-aligned buffers read 3.1-3.6).
+fio_hugepage() { GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio "$@" --fixedbufs --iomem_align=2M; } # io_uring options: after --ioengine
 # fio_read_gb_per_s FILE: fio's O_DIRECT sequential read of FILE, in GB/s (the pattern our
 # ring reads with: 4 MiB, 16 in flight, io_uring).
 fio_read_gb_per_s() {

@@ -27,10 +27,6 @@ source "$(dirname "$0")/common.sh"
 [ $can_drop = 1 ] || echo "NOTE: cannot drop the page cache (not root): these are warm-cache numbers"
 echo "files: $file and model.safetensors, model.pt beside it ($size bytes each, about), $(nproc) cores"
 
-fio_rate() {
-    fio --name=r --filename="$1" --rw=read --bs=4M --iodepth=16 --ioengine=io_uring --direct=1 \
-        --output-format=json 2>/dev/null | json_field "d['jobs'][0]['read']['bw_bytes']/1e9"
-}
 cli() { "$ringload" load "$1" --json | json_field "d['bytes']/d['seconds']/1e9"; }
 py() { "$python" bench/format_load.py "$1" "$2" | json_field "d['gb_per_s']"; }
 results=$(mktemp)
@@ -42,7 +38,7 @@ for round in $(seq 1 "$rounds"); do
             safetensors) target=$dir/model.safetensors peer=safetensors ;;
             torch) target=$dir/model.pt peer=torch ;;
         esac
-        prepare; fio=$(fio_rate "$target")
+        prepare; fio=$(fio_read_gb_per_s "$target")
         prepare; raw=$("$rawread" "$target" --json | json_field "d['gb_per_s']")
         disk=$(python3 -c "print(max($fio, $raw))")
         prepare; c=$(cli "$target")

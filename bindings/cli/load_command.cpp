@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <regex>
 
@@ -31,7 +32,7 @@ struct LoadArgs {
     std::uint32_t slot_count = 0;
     std::size_t slot_size_bytes = 0;
     std::size_t threads = 0;
-    bool prefault = true;
+    std::string prefault = "auto";
     NetworkArgs network;
     KeyFileArgs keys;
 };
@@ -114,7 +115,13 @@ int run_load(const LoadArgs& args) {
     options.slot_count = args.slot_count;
     options.slot_size_bytes = args.slot_size_bytes;
     options.worker_threads = args.threads;
-    options.prefault_in_background = args.prefault;
+    // true/false: what the option took before `auto` (true was `background`).
+    const std::map<std::string, Prefault> prefault_modes{{"auto", Prefault::automatic},
+                                                         {"background", Prefault::background},
+                                                         {"true", Prefault::background},
+                                                         {"on-touch", Prefault::on_touch},
+                                                         {"false", Prefault::on_touch}};
+    options.prefault = prefault_modes.at(args.prefault); // CLI11 let only these through
     if (!args.filter.empty()) {
         std::regex pattern;
         try {
@@ -174,7 +181,11 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--slot-size", args->slot_size_bytes,
                         "Bytes per ring slot (multiple of 4096; 0: 4 MiB for files, 8 MiB for http)");
     command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
-    command->add_option("--prefault", args->prefault, "Fault destination memory in ahead of the copies (true/false)");
+    command
+        ->add_option("--prefault", args->prefault,
+                     "When destination memory is faulted in: auto (ahead in the background for files, "
+                     "on touch for network sources), background (true) or on-touch (false)")
+        ->check(CLI::IsMember({"auto", "background", "on-touch", "true", "false"}));
     add_network_options(*command, args->network);
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };

@@ -17,6 +17,7 @@
 #include "ringload/host_arena.hpp"
 #include "ringload/io/file_source.hpp"
 #include "ringload/io/remote_source.hpp"
+#include "ringload/memory_backing.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
 #include "uri.hpp"
@@ -104,6 +105,21 @@ Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
     return made;
 }
 
+std::string_view Deserializer::Impl::start_prefault(const LoadOptions& options, HostArena& arena) const {
+    if (options.prefault == Prefault::on_touch) {
+        return "memory faulted in on touch";
+    }
+    if (options.prefault == Prefault::automatic && source->accepts_any_destination()) {
+        if (!fresh_memory_may_wait_for_host()) {
+            return "memory faulted in on touch";
+        }
+        arena.prefault_in_background();
+        return "memory faulted in ahead (the VM's host backs fresh memory lazily)";
+    }
+    arena.prefault_in_background();
+    return "memory faulted in ahead";
+}
+
 const std::string& Deserializer::Impl::source_name() const {
     // A remote source's name is its URI without a password (redis://user:***@host/...).
     return is_remote_uri(uri) ? source->name() : uri;
@@ -181,9 +197,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
                                                      WorkerPool& pool) {
     RL_TRY(ring_in_use, ring_for(options));
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(layout.owned_bytes, 1)));
-    if (options.prefault_in_background) {
-        arena->prefault_in_background();
-    }
+    const std::string_view prefault_how = start_prefault(options, *arena);
     // Tensors that convert land raw in a scratch arena first, dropped after the conversion.
     std::shared_ptr<HostArena> raw;
     if (layout.raw_bytes > 0) {
@@ -213,7 +227,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
     LoadedModel model;
     model.arena = arena;
     model.bytes_read = stats.bytes_read;
-    model.how = source->describe();
+    model.how = source->describe() + ", " + std::string(prefault_how);
     fill_tensors(model, layout, arena->data(), graph);
     return model;
 }

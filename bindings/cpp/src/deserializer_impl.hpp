@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ringload {
 
@@ -101,6 +102,9 @@ struct Deserializer::Impl {
     Result<DeviceLink*> link_for(int ordinal, BufferRing& ring_in_use);
     // The source's name in messages: a remote URI without its password.
     const std::string& source_name() const;
+    // Starts faulting `arena` in from a background thread where options.prefault asks for it;
+    // says which it chose, for LoadedModel::how.
+    std::string_view start_prefault(const LoadOptions& options, HostArena& arena) const;
 
     // The model's tensors, each at its place (given or in `owned`).
     void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned, const FormatGraph& graph) const;

@@ -83,9 +83,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
         }
     }
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(arena_bytes, 1)));
-    if (options.prefault_in_background) {
-        arena->prefault_in_background();
-    }
+    const std::string_view prefault_how = start_prefault(options, *arena);
     std::byte* base = arena->data();
     RL_TRY(stats,
            run_copy(options, *ring_in_use, pool, storage_spans(index, block, base), nullptr, layout.tensors.size()));
@@ -94,7 +92,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
     LoadedModel model;
     model.arena = arena;
     model.bytes_read = stats.bytes_read;
-    model.how = source->describe();
+    model.how = source->describe() + ", " + std::string(prefault_how);
     model.tensors.resize(layout.tensors.size());
     pool.parallel_for(layout.tensors.size(), [&](std::size_t k) {
         const PlannedTensor& planned = layout.tensors[k];

@@ -202,7 +202,7 @@ Result<void> StreamedTensors::load_batch(std::size_t from, std::size_t to) {
     options.device = "cpu";
     options.dtype.reset();
     options.contiguous = true;
-    options.prefault_in_background = false; // the destinations are ours, not an arena
+    options.prefault = Prefault::on_touch; // the destinations are ours, not an arena
     options.compute_sha256 = false;
     options.progress = nullptr;
     options.cancel = &cancel_;

@@ -55,6 +55,20 @@ struct OpenOptions {
     NetworkOptions network;
 };
 
+// When a host load faults its destination memory in (the kernel zeroes each fresh page).
+enum class Prefault {
+    // In the background where workers copy ring slots into the tensors (files); not where a
+    // network source receives straight into them: there the receive's own page faults zero
+    // each page just before the copy writes it, while it is still in cache, and a thread
+    // zeroing ahead made the receive copy write cold memory (HTTP/1.1 on loopback: 2.2-2.3
+    // GB/s with it, 3.1-3.3 without; h2c 0.8-1.4 vs 1.4-2.0; docs/benchmarks.md). Except in a
+    // VM whose host backs fresh memory lazily (memory_backing.hpp): there a first touch also
+    // waits for the host, and on touch the receive thread waited for each (0.4-1.5 GB/s).
+    automatic,
+    background, // always from a background thread running ahead of the copies
+    on_touch,   // never ahead: each page when first written
+};
+
 struct LoadOptions {
     // Bytes per read (a multiple of 4096); 0: the source's choice, 4 MiB for files and 8 MiB
     // for http (fewer, longer range requests: 1.5 vs 1.3 GB/s on loopback).
@@ -63,10 +77,10 @@ struct LoadOptions {
     std::size_t worker_threads = 0; // 0: one per available core
     bool verify_hashes = false;     // check stored CRC32 and SHA-256
     bool compute_sha256 = false;    // fill LoadedTensor::sha256_hex
-    // Fault the destination arena in from a background thread that runs ahead of the copies,
-    // so the workers only copy (the kernel's zeroing of fresh pages was the largest CPU cost of
-    // a load, see docs/benchmarks.md).
-    bool prefault_in_background = true;
+    // The kernel's zeroing of fresh pages is the largest CPU cost of a host load from a file
+    // (see docs/benchmarks.md): there a background thread faults the arena in ahead of the
+    // copies, so the workers only copy.
+    Prefault prefault = Prefault::automatic;
     std::function<bool(const TensorInfo&)> filter; // empty: every tensor
     // "cpu", "cuda" (device 0) or "cuda:N". A build or machine without CUDA fails the load
     // with a message that says why.

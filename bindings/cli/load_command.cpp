@@ -20,6 +20,16 @@
 namespace ringload::cli {
 namespace {
 
+// --prefault's words; true/false are what it took before `auto` (true was `background`).
+const std::map<std::string, Prefault>& prefault_modes() {
+    static const std::map<std::string, Prefault> modes{{"auto", Prefault::automatic},
+                                                       {"background", Prefault::background},
+                                                       {"true", Prefault::background},
+                                                       {"on-touch", Prefault::on_touch},
+                                                       {"false", Prefault::on_touch}};
+    return modes;
+}
+
 struct LoadArgs {
     std::string uri;
     std::string device = "cpu";
@@ -115,13 +125,7 @@ int run_load(const LoadArgs& args) {
     options.slot_count = args.slot_count;
     options.slot_size_bytes = args.slot_size_bytes;
     options.worker_threads = args.threads;
-    // true/false: what the option took before `auto` (true was `background`).
-    const std::map<std::string, Prefault> prefault_modes{{"auto", Prefault::automatic},
-                                                         {"background", Prefault::background},
-                                                         {"true", Prefault::background},
-                                                         {"on-touch", Prefault::on_touch},
-                                                         {"false", Prefault::on_touch}};
-    options.prefault = prefault_modes.at(args.prefault); // CLI11 let only these through
+    options.prefault = prefault_modes().at(args.prefault); // CLI11 let only these through
     if (!args.filter.empty()) {
         std::regex pattern;
         try {
@@ -185,7 +189,7 @@ Run add_load_command(CLI::App& app) {
         ->add_option("--prefault", args->prefault,
                      "When destination memory is faulted in: auto (ahead in the background for files, "
                      "on touch for network sources), background (true) or on-touch (false)")
-        ->check(CLI::IsMember({"auto", "background", "on-touch", "true", "false"}));
+        ->check(CLI::IsMember(prefault_modes()));
     add_network_options(*command, args->network);
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };

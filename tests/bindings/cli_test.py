@@ -127,6 +127,10 @@ for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
                      (["load", large, "--passphrase-file", os.devnull], "empty")]:
     out = run(*args)
     check(f"error {args}", out.returncode != 0 and needle in out.stderr and out.stderr.count("\n") == 1, out.stderr)
+# An option's value CLI11 refuses: its own message, which names the option and the words it takes.
+out = run("load", large, "--prefault", "sometimes")
+check("error --prefault sometimes", out.returncode != 0 and "--prefault: sometimes not in" in out.stderr and
+      "on-touch" in out.stderr and not out.stdout, out.stderr)
 
 # --device cuda: on a machine with a GPU the device bytes (copied back) equal the CPU load's;
 # without one, one line that names the device and says why.

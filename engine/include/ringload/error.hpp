@@ -101,6 +101,24 @@ private:
         }                                             \
     } while (false)
 
+// RL_CO_TRY / RL_CO_TRY_VOID: the same inside a coroutine (co_return instead of return). Await
+// into the macro, never build a temporary inside the co_await (g++ 12, see task.hpp):
+//     RL_CO_TRY(n, co_await source.read_some_at(target, offset));
+#define RL_CO_TRY(name, expr)                                         \
+    auto RL_CONCAT(rl_result_, __LINE__) = (expr);                    \
+    if (!RL_CONCAT(rl_result_, __LINE__)) {                           \
+        co_return std::move(RL_CONCAT(rl_result_, __LINE__)).error(); \
+    }                                                                 \
+    auto name = std::move(*RL_CONCAT(rl_result_, __LINE__))
+
+#define RL_CO_TRY_VOID(expr)                             \
+    do {                                                 \
+        auto rl_result_void = (expr);                    \
+        if (!rl_result_void) {                           \
+            co_return std::move(rl_result_void).error(); \
+        }                                                \
+    } while (false)
+
 // Programmer errors: always checked, abort with the message.
 #define RL_ASSERT(condition, message)                                              \
     do {                                                                           \

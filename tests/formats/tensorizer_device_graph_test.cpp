@@ -1,6 +1,6 @@
 // tests/formats/tensorizer_device_graph_test.cpp
 //
-// The tensorizer stage graph's device path (LoadGraphOptions::device) on a machine without a
+// The tensorizer stage graph's device path (LoadGraphOptions::device: DeviceDestination) on a machine without a
 // GPU: HostDeviceLink stands in for the CUDA link (copies later, out of order, each holding
 // its slot until done). Every fixture, through tiny and default rings, with and without hash
 // verification, must produce its manifest's bytes; encrypted ones must decrypt (in the slot,
@@ -9,6 +9,7 @@
 // a corrupted byte must fail the load, not hang it. The CUDA link itself runs in tests/gpu.
 #include "../support/decryption_support.hpp"
 #include "../support/host_device_link.hpp"
+#include "../support/slow_then_failing_source.hpp"
 #include "../support/test_support.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
@@ -19,9 +20,6 @@
 #include "ringload/ringload.hpp"
 
 #include <gtest/gtest.h>
-
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -76,7 +74,7 @@ DeviceRun run_on_device(const std::string& path, const nlohmann::json& encryptio
     auto source = open_file_source(loop, path, {geometry.mode}).value();
     run.index = testing::run_to_completion(loop, tensorizer::read_index(*source)).value();
     auto keys = keys_for(encryption, wrong_key);
-    std::vector<tensorizer::TensorDestination> destinations;
+    std::vector<TensorDestination> destinations;
     run.memory.resize(run.index.tensors.size());
     for (std::size_t i = 0; i < run.index.tensors.size(); ++i) {
         const TensorInfo& info = run.index.tensors[i];
@@ -85,7 +83,7 @@ DeviceRun run_on_device(const std::string& path, const nlohmann::json& encryptio
         run.memory[i].assign(info.numel() * itemsize(loaded), std::byte{0xAB});
         destinations.push_back({i, run.memory[i].data(), dtype});
     }
-    auto graph = tensorizer::LoadGraph::create(run.index, destinations, {verify, keys ? &*keys : nullptr, &link}, path);
+    auto graph = tensorizer::build_load_graph(run.index, destinations, {verify, keys ? &*keys : nullptr, &link}, path);
     if (!graph) {
         run.outcome = graph.error();
         return run;
@@ -95,7 +93,8 @@ DeviceRun run_on_device(const std::string& path, const nlohmann::json& encryptio
     if (before_run) {
         before_run();
     }
-    auto stats = testing::run_to_completion(loop, run_plan(*source, *ring, pool, (*graph)->plan(), **graph, {}));
+    auto stats =
+        testing::run_to_completion(loop, run_plan(*source, *ring, pool, graph->stages->plan(), *graph->stages, {}));
     if (!stats) {
         run.outcome = stats.error();
     }
@@ -200,7 +199,7 @@ TEST(TensorizerDeviceGraph, ACorruptedByteFailsVerification) {
 // The source ends early (the executor fails the run, not the graph): pieces parked for bytes
 // that never come must let their slots go, or the run would wait for them forever. Whether a
 // piece is parked at that moment depends on timing; the wrong-key case above parks them every
-// time (it hung before LoadGraph::abandon existed).
+// time (it hung before the graph's abandon() existed).
 TEST(TensorizerDeviceGraph, ATruncatedFileFailsWithoutAHang) {
     for (const char* file : {"large_mixed_v2.tensors", "encrypted_key_v3.tensors"}) {
         SCOPED_TRACE(file);
@@ -219,50 +218,13 @@ TEST(TensorizerDeviceGraph, ATruncatedFileFailsWithoutAHang) {
     }
 }
 
-// A source whose reads are slow at one offset and fail past another, after a delay: by then
-// the scheduler has issued every window, later pieces are parked behind the slow one, and only
-// an abandon() at the failure lets their slots go (found in review: this hung).
-class SlowThenFailingSource final : public Source {
-public:
-    SlowThenFailingSource(Source& inner, std::uint64_t slow_after, std::uint64_t slow_before, std::uint64_t fail_from)
-        : inner_(inner), slow_after_(slow_after), slow_before_(slow_before), fail_from_(fail_from) {}
-    const std::string& name() const override { return inner_.name(); }
-    std::uint64_t size_bytes() const override { return inner_.size_bytes(); }
-    std::size_t alignment_bytes() const override { return inner_.alignment_bytes(); }
-    std::string describe() const override { return inner_.describe(); }
-    bool uses_io_uring() const override { return inner_.uses_io_uring(); }
-    Task<Result<std::size_t>> read_some_at(std::uint64_t offset, ReadTarget target) override {
-        if (!slowed_ && offset > slow_after_ && offset < slow_before_) {
-            slowed_ = true;
-            boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-            timer.expires_after(std::chrono::milliseconds(300));
-            co_await timer.async_wait(use_task);
-        }
-        if (offset >= fail_from_) {
-            boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-            timer.expires_after(std::chrono::milliseconds(100));
-            co_await timer.async_wait(use_task);
-            co_return fail(errc::io_error, "injected read error");
-        }
-        co_return co_await inner_.read_some_at(offset, target);
-    }
-    Task<Result<std::size_t>> read_small_at(std::uint64_t offset, std::span<std::byte> destination) override {
-        return inner_.read_small_at(offset, destination);
-    }
-
-private:
-    Source& inner_;
-    std::uint64_t slow_after_, slow_before_, fail_from_;
-    bool slowed_ = false;
-};
-
 TEST(TensorizerDeviceGraph, AReadFailingAfterEveryWindowWasIssuedFailsWithoutAHang) {
     const std::string path = (tensorizer_dir() / "large_mixed_v2.tensors").string();
     boost::asio::io_context loop{1};
     auto source = open_file_source(loop, path, {FileReadMode::buffered}).value();
     Index index = testing::run_to_completion(loop, tensorizer::read_index(*source)).value();
     std::vector<std::vector<std::byte>> memory(index.tensors.size());
-    std::vector<tensorizer::TensorDestination> destinations;
+    std::vector<TensorDestination> destinations;
     std::size_t biggest = 0;
     for (std::size_t i = 0; i < index.tensors.size(); ++i) {
         memory[i].resize(index.tensors[i].byte_length + 1);
@@ -272,16 +234,16 @@ TEST(TensorizerDeviceGraph, AReadFailingAfterEveryWindowWasIssuedFailsWithoutAHa
         }
     }
     testing::HostDeviceLink link;
-    auto graph = tensorizer::LoadGraph::create(index, destinations, {true, nullptr, &link}, path).value();
+    auto graph = tensorizer::build_load_graph(index, destinations, {true, nullptr, &link}, path).value();
     constexpr std::size_t slot = 64 << 10;
-    const auto windows = static_cast<std::uint32_t>((graph->plan().total_bytes() + slot - 1) / slot) + 4;
+    const auto windows = static_cast<std::uint32_t>((graph.stages->plan().total_bytes() + slot - 1) / slot) + 4;
     const TensorInfo& big = index.tensors[biggest];
     const std::uint64_t big_end = big.data_offset_bytes + big.data_length_bytes;
-    SlowThenFailingSource faulty(*source, big.data_offset_bytes, big_end - 3 * slot, big_end + 2 * slot);
+    testing::SlowThenFailingSource faulty(*source, big.data_offset_bytes, big_end - 3 * slot, big_end + 2 * slot);
     auto ring = BufferRing::create(loop, {windows, slot}).value(); // every window issued at once
     WorkerPool pool(2);
     auto run = std::async(std::launch::async, [&] {
-        return testing::run_to_completion(loop, run_plan(faulty, *ring, pool, graph->plan(), *graph, {}));
+        return testing::run_to_completion(loop, run_plan(faulty, *ring, pool, graph.stages->plan(), *graph.stages, {}));
     });
     if (run.wait_for(std::chrono::seconds(30)) == std::future_status::timeout) {
         ADD_FAILURE() << "the load hung: " << ring->free_count() << " of " << ring->slot_count() << " slots back";

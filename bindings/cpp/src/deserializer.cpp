@@ -10,7 +10,6 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/device_name.hpp"
 #include "load_layout.hpp"
-#include "ringload/engine/copy_graph.hpp"
 #include "ringload/engine/dtype_convert.hpp"
 #include "ringload/engine/executor.hpp"
 #include "ringload/engine/hashes.hpp"
@@ -76,19 +75,19 @@ std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
 }
 
 Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
-                                                   std::vector<tensorizer::TensorDestination> destinations,
+                                                   std::vector<TensorDestination> destinations,
                                                    DeviceLink* device, const std::string& name) {
     if (index.format == "tensorizer") {
-        RL_TRY(graph, tensorizer::LoadGraph::create(index, std::move(destinations),
-                                                    {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
-        FormatGraph made{nullptr, &graph->plan(), graph.get()};
-        made.handler = std::move(graph);
+        RL_TRY(graph, tensorizer::build_load_graph(index, std::move(destinations),
+                                                   {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
+        FormatGraph made{nullptr, &graph.stages->plan(), std::move(graph.headers)};
+        made.handler = std::move(graph.stages);
         return made;
     }
     if (options.verify_hashes) {
         return fail(errc::unsupported, name + ": " + index.format + " files store no checksums to verify");
     }
-    std::vector<CopySpan> spans;
+    std::vector<PlainSpan> spans;
     spans.reserve(destinations.size());
     for (const auto& destination : destinations) {
         const TensorInfo& tensor = index.tensors[destination.tensor_index];
@@ -99,7 +98,7 @@ Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
         spans.push_back({tensor.data_offset_bytes, tensor.data_length_bytes, destination.data,
                          "tensor '" + tensor.display_name() + "'", tensor.dtype, false, convert_to});
     }
-    RL_TRY(graph, CopyGraph::create(std::move(spans), device, name));
+    RL_TRY(graph, build_plain_graph(std::move(spans), device, name));
     FormatGraph made{nullptr, &graph->plan(), nullptr};
     made.handler = std::move(graph);
     return made;
@@ -126,9 +125,9 @@ const std::string& Deserializer::Impl::source_name() const {
 }
 
 Result<RunStats> Deserializer::Impl::run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                                              std::vector<CopySpan> spans, DeviceLink* device,
+                                              std::vector<PlainSpan> spans, DeviceLink* device,
                                               std::size_t tensors_total) {
-    RL_TRY(graph, CopyGraph::create(std::move(spans), device, source_name()));
+    RL_TRY(graph, build_plain_graph(std::move(spans), device, source_name()));
     return run_handler(options, ring_in_use, pool, graph->plan(), *graph, tensors_total);
 }
 
@@ -173,7 +172,7 @@ Result<DeviceLink*> Deserializer::Impl::link_for(int ordinal, BufferRing& ring_i
 
 Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                                          const LoadLayout& layout,
-                                         std::vector<tensorizer::TensorDestination> destinations, DeviceLink* device,
+                                         std::vector<TensorDestination> destinations, DeviceLink* device,
                                          FormatGraph& graph) {
     RL_TRY(created, make_graph(options, std::move(destinations), device, source_name()));
     graph = std::move(created);
@@ -204,7 +203,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
         RL_TRY(created, HostArena::create(layout.raw_bytes));
         raw = std::move(created);
     }
-    std::vector<tensorizer::TensorDestination> destinations;
+    std::vector<TensorDestination> destinations;
     std::vector<ConversionJob> conversions;
     std::size_t raw_offset = 0;
     for (const auto& planned : layout.tensors) {
@@ -240,7 +239,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
     RL_TRY_VOID(link.order_after_default_stream()); // the caller's pending kernels on its destinations
     (void)link.take_scratch_peak_bytes();           // this load's peak starts here
     RL_TRY(memory, allocate_device_block(ordinal, layout.owned_bytes));
-    std::vector<tensorizer::TensorDestination> destinations;
+    std::vector<TensorDestination> destinations;
     for (const auto& planned : layout.tensors) {
         std::byte* bytes = planned.place(memory.get());
         destinations.push_back({planned.index, bytes, planned.dtype});

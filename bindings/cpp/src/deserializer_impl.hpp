@@ -8,9 +8,10 @@
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
 #include "load_layout.hpp"
-#include "ringload/engine/copy_graph.hpp"
 #include "ringload/engine/dtype_convert.hpp"
 #include "ringload/engine/executor.hpp"
+#include "ringload/engine/plain_graph.hpp"
+#include "ringload/engine/tensor_destination.hpp"
 #include "ringload/engine/worker_pool.hpp"
 #include "ringload/ringload.hpp"
 
@@ -52,7 +53,7 @@ Result<std::shared_ptr<std::byte>> allocate_device_block(int ordinal, std::size_
 struct FormatGraph {
     std::unique_ptr<ChunkHandler> handler;
     const Plan* plan = nullptr;
-    const tensorizer::LoadGraph* tensorizer = nullptr; // module_idx comes from its headers
+    std::shared_ptr<const tensorizer::TensorHeaders> tensorizer; // module_idx comes from its headers
 };
 
 struct Deserializer::Impl {
@@ -73,9 +74,9 @@ struct Deserializer::Impl {
 
     // Runs the format's graph; `graph` keeps it for what the caller asks of it afterwards.
     Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                         const LoadLayout& layout, std::vector<tensorizer::TensorDestination> destinations,
+                         const LoadLayout& layout, std::vector<TensorDestination> destinations,
                          DeviceLink* device, FormatGraph& graph);
-    Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<tensorizer::TensorDestination> destinations,
+    Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<TensorDestination> destinations,
                                    DeviceLink* device, const std::string& name);
     // The load on `ordinal` (the CPU or a CUDA device) the file's format calls for.
     Result<LoadedModel> load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool, int ordinal);
@@ -95,9 +96,9 @@ struct Deserializer::Impl {
     // load took it at its start: LoadedModel::device_peak_bytes).
     LoadedModel device_model(DeviceLink& link, std::shared_ptr<std::byte> memory, std::uint64_t block_bytes,
                              const RunStats& stats) const;
-    // Reads `spans` through a CopyGraph (host or `device` memory).
+    // Reads `spans` through a plain stage graph (host or `device` memory).
     Result<RunStats> run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                              std::vector<CopySpan> spans, DeviceLink* device, std::size_t tensors_total);
+                              std::vector<PlainSpan> spans, DeviceLink* device, std::size_t tensors_total);
     // The device link of CUDA device `ordinal`, opened (and the ring page-locked) on first use.
     Result<DeviceLink*> link_for(int ordinal, BufferRing& ring_in_use);
     // The source's name in messages: a remote URI without its password.

@@ -20,8 +20,8 @@ std::vector<std::size_t> wanted_tensors(const LoadLayout& layout) {
     return wanted;
 }
 
-std::vector<CopySpan> storage_spans(const Index& index, const StorageBlock& block, std::byte* base) {
-    std::vector<CopySpan> spans;
+std::vector<PlainSpan> storage_spans(const Index& index, const StorageBlock& block, std::byte* base) {
+    std::vector<PlainSpan> spans;
     spans.reserve(block.storages.size());
     for (std::uint32_t s : block.storages) {
         const StorageInfo& storage = index.storages[s];

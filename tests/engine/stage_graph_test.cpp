@@ -1,0 +1,328 @@
+// tests/engine/stage_graph_test.cpp
+//
+// The load stage graph (engine/stage_graph.hpp) and its stages, fed hand-cut chunks in chosen
+// orders: a header that straddles two chunks reaches the format's hook once, whole; data that
+// arrives before its header waits for the cipher the header arms; a cipher chunk that straddles
+// slots gathers (in the host tensor, or in staging on the way to a "device") and opens when
+// complete; pieces hashed in order whatever order they come in; and a failure half-way lets go
+// of every chunk a stage held. The device is tests/support/host_device_link.hpp.
+#include "ringload/engine/stage_graph.hpp"
+#include "../support/host_device_link.hpp"
+#include "ringload/engine/hashes.hpp"
+#include "ringload/engine/plain_graph.hpp"
+#include "ringload/engine/secretbox.hpp"
+#include "ringload/engine/stages/decrypt.hpp"
+#include "ringload/engine/stages/device_destination.hpp"
+#include "ringload/engine/stages/hash.hpp"
+#include "ringload/engine/stages/host_destination.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <random>
+
+namespace ringload {
+namespace {
+
+constexpr std::uint64_t header_bytes = 8;
+constexpr std::uint64_t data_bytes = 40;
+constexpr std::uint64_t box_bytes = 16; // boxes [0,16) [16,32) [32,40)
+
+// A source file (header, then data) and chunks cut from it, each in a buffer of its own as a
+// slot would be; weak pointers tell whether anything still holds a chunk.
+struct Stream {
+    std::vector<std::byte> file;
+    std::deque<std::vector<std::byte>> buffers;
+    std::vector<std::weak_ptr<const Chunk>> issued;
+
+    ChunkPtr chunk(std::uint64_t begin, std::uint64_t end) {
+        buffers.emplace_back(file.begin() + static_cast<std::ptrdiff_t>(begin),
+                             file.begin() + static_cast<std::ptrdiff_t>(end));
+        auto made = std::make_shared<const Chunk>(SlotLease{}, begin, 0, end - begin, buffers.back().data());
+        issued.push_back(made);
+        return made;
+    }
+    bool all_released() const {
+        return std::all_of(issued.begin(), issued.end(), [](const auto& chunk) { return chunk.expired(); });
+    }
+};
+
+std::vector<std::byte> pattern(std::size_t length, int seed) {
+    std::vector<std::byte> bytes(length);
+    for (std::size_t i = 0; i < length; ++i) {
+        bytes[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed)) & 0xFF);
+    }
+    return bytes;
+}
+
+// The data sealed in boxes of box_bytes, after an 8-byte header.
+struct Sealed {
+    SecretKey key = SecretKey::random();
+    std::vector<std::byte> plaintext = pattern(data_bytes, 3);
+    std::vector<SealedChunk> chunks;
+    Stream stream;
+
+    Sealed() {
+        stream.file = pattern(header_bytes, 100);
+        std::vector<std::byte> data = plaintext;
+        const Nonce initial = random_nonce();
+        for (std::uint64_t at = 0, i = 0; at < data_bytes; at += box_bytes, ++i) {
+            const std::uint64_t length = std::min(box_bytes, data_bytes - at);
+            const Nonce nonce = nonce_plus(initial, i);
+            const Mac mac = seal_in_place({data.data() + at, length}, nonce, key);
+            chunks.push_back({at, length, nonce, mac});
+        }
+        stream.file.insert(stream.file.end(), data.begin(), data.end());
+    }
+};
+
+RecordSpec record_spec(std::vector<std::unique_ptr<Stage>> stages, std::byte* host_destination) {
+    RecordSpec record;
+    record.name = "tensor 'a'";
+    record.record_offset_bytes = 0;
+    record.data_offset_bytes = header_bytes;
+    record.data_length_bytes = data_bytes;
+    record.host_destination = host_destination;
+    record.stages = std::move(stages);
+    return record;
+}
+
+std::unique_ptr<StageGraph> one_record_graph(RecordSpec record, DeviceLink* device = nullptr) {
+    std::vector<RecordSpec> records;
+    records.push_back(std::move(record));
+    return StageGraph::create(std::move(records), {"file.bin", 0, device}).value();
+}
+
+TEST(StageGraph, AHeaderThatStraddlesTwoChunksReachesItsHookOnceWhole) {
+    Stream stream;
+    stream.file = pattern(header_bytes + data_bytes, 1);
+    std::vector<std::byte> destination(data_bytes);
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::make_unique<HostDestination>(destination.data()));
+    RecordSpec record = record_spec(std::move(stages), destination.data());
+    int calls = 0;
+    std::vector<std::byte> seen;
+    record.on_header = [&](std::span<const std::byte> header) {
+        ++calls;
+        seen.assign(header.begin(), header.end());
+        return Result<void>{};
+    };
+    auto graph = one_record_graph(std::move(record));
+    ASSERT_EQ(graph->plan().ranges.size(), 1U);
+    EXPECT_EQ(graph->plan().ranges[0].length_bytes, header_bytes + data_bytes);
+    for (auto [begin, end] : {std::pair<std::uint64_t, std::uint64_t>{20, 48}, {5, 20}, {0, 5}}) {
+        ASSERT_TRUE(graph->process(stream.chunk(begin, end)));
+    }
+    ASSERT_TRUE(graph->finish());
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(std::equal(seen.begin(), seen.end(), stream.file.begin()));
+    EXPECT_TRUE(std::equal(destination.begin(), destination.end(), stream.file.begin() + header_bytes));
+    EXPECT_TRUE(stream.all_released());
+}
+
+TEST(StageGraph, AMissingHeaderByteFailsFinish) {
+    Stream stream;
+    stream.file = pattern(header_bytes + data_bytes, 1);
+    std::vector<std::byte> destination(data_bytes);
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::make_unique<HostDestination>(destination.data()));
+    auto graph = one_record_graph(record_spec(std::move(stages), destination.data()));
+    ASSERT_TRUE(graph->process(stream.chunk(1, 48)));
+    auto finished = graph->finish();
+    ASSERT_FALSE(finished);
+    EXPECT_EQ(finished.error().code, errc::truncated);
+    EXPECT_EQ(finished.error().detail, "file.bin: tensor 'a': its header was never read completely");
+}
+
+// Data first, header last: the boxes wait for the header's cipher, then open; box 1
+// straddles the two data chunks and gathers in the tensor.
+TEST(StageGraph, DataBeforeItsHeaderWaitsForTheCipherAndStraddlingBoxesGather) {
+    Sealed sealed;
+    std::vector<std::byte> destination(data_bytes);
+    auto host = std::make_unique<HostDestination>(destination.data());
+    auto decrypt = std::make_unique<Decrypt>(*host);
+    Decrypt* armed = decrypt.get();
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::move(decrypt));
+    stages.push_back(std::move(host));
+    RecordSpec record = record_spec(std::move(stages), destination.data());
+    EXPECT_EQ(record.host_destination, destination.data());
+    record.on_header = [&](std::span<const std::byte>) { return armed->arm(sealed.chunks, sealed.key); };
+    auto graph = one_record_graph(std::move(record));
+    EXPECT_TRUE(graph->in_place_ranges().empty()) << "ciphertext must pass through the slots";
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(30, 48)));
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(4, 30)));
+    EXPECT_FALSE(sealed.stream.all_released()) << "pieces before the header wait with their chunks";
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(0, 4)));
+    ASSERT_TRUE(graph->finish());
+    EXPECT_EQ(destination, sealed.plaintext);
+    EXPECT_TRUE(sealed.stream.all_released());
+}
+
+// The device path: boxes open in their slots or in staging, go up through the link, and are
+// hashed (with the header's prefix) in order from where they lie.
+TEST(StageGraph, OnADeviceBoxesOpenInSlotsOrStagingAndHashInOrder) {
+    Sealed sealed;
+    testing::HostDeviceLink link;
+    std::vector<std::byte> device_memory(data_bytes, std::byte{0xAB});
+    auto device = std::make_unique<DeviceDestination>(link, device_memory.data(),
+                                                      DeviceRecord{data_bytes, DType::uint8, std::nullopt, 0});
+    auto decrypt = std::make_unique<Decrypt>(*device);
+    auto hash = std::make_unique<Hash>(header_bytes, data_bytes);
+    Decrypt* decrypt_at = decrypt.get();
+    Hash* hash_at = hash.get();
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::move(decrypt));
+    stages.push_back(std::move(device));
+    stages.push_back(std::move(hash));
+    RecordSpec record = record_spec(std::move(stages), nullptr);
+    std::vector<std::byte> input(sealed.stream.file.begin(), sealed.stream.file.begin() + header_bytes);
+    input.insert(input.end(), sealed.plaintext.begin(), sealed.plaintext.end());
+    const Sha256Digest digest = sha256(input);
+    record.on_header = [&](std::span<const std::byte> header) {
+        StoredDigest stored{StoredDigest::Kind::sha256, 1, {}};
+        stored.value.assign(reinterpret_cast<const std::byte*>(digest.data()),
+                            reinterpret_cast<const std::byte*>(digest.data()) + digest.size());
+        hash_at->arm({header.begin(), header.end()}, {stored});
+        return decrypt_at->arm(sealed.chunks, sealed.key);
+    };
+    auto graph = one_record_graph(std::move(record), &link);
+    EXPECT_TRUE(graph->in_place_ranges().empty());
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(30, 48)));
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(0, 30)));
+    ASSERT_TRUE(graph->finish()) << "synchronizes the link";
+    EXPECT_EQ(device_memory, sealed.plaintext);
+    EXPECT_EQ(link.uploads(), 3U);
+    graph.reset();
+    EXPECT_TRUE(sealed.stream.all_released());
+}
+
+std::unique_ptr<StageGraph> hashed_graph(std::vector<std::byte>& destination, const std::vector<std::byte>& file,
+                                         bool corrupt_digest) {
+    auto hash = std::make_unique<Hash>(header_bytes, data_bytes);
+    Hash* hash_at = hash.get();
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::make_unique<HostDestination>(destination.data()));
+    stages.push_back(std::move(hash));
+    RecordSpec record = record_spec(std::move(stages), destination.data());
+    Crc32 crc;
+    crc.update(file);
+    std::uint32_t value = crc.value() ^ (corrupt_digest ? 1U : 0U);
+    record.on_header = [hash_at, value](std::span<const std::byte> header) {
+        StoredDigest stored{StoredDigest::Kind::crc32, 0, std::vector<std::byte>(4)};
+        std::memcpy(stored.value.data(), &value, 4);
+        hash_at->arm({header.begin(), header.end()}, {stored});
+        return Result<void>{};
+    };
+    return one_record_graph(std::move(record));
+}
+
+TEST(StageGraph, PiecesAreHashedInOrderWhateverOrderTheyArriveIn) {
+    const unsigned seed = std::random_device{}();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Stream stream;
+    stream.file = pattern(header_bytes + data_bytes, 9);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> cuts;
+    for (std::uint64_t at = 0; at < stream.file.size(); at += 3) {
+        cuts.emplace_back(at, std::min<std::uint64_t>(at + 3, stream.file.size()));
+    }
+    std::shuffle(cuts.begin(), cuts.end(), std::mt19937(seed));
+    for (bool corrupt : {false, true}) {
+        std::vector<std::byte> destination(data_bytes);
+        auto graph = hashed_graph(destination, stream.file, corrupt);
+        for (auto [begin, end] : cuts) {
+            (void)graph->process(stream.chunk(begin, end));
+        }
+        auto finished = graph->finish();
+        if (!corrupt) {
+            ASSERT_TRUE(finished) << finished.error().message();
+            continue;
+        }
+        ASSERT_FALSE(finished);
+        EXPECT_EQ(finished.error().code, errc::hash_mismatch);
+        EXPECT_TRUE(finished.error().detail.starts_with("file.bin: tensor 'a': CRC32 mismatch: stored "))
+            << finished.error().detail;
+    }
+}
+
+// A box whose MAC fails, found when the header arrives last: the graph stops, and every chunk
+// that a stage held (parked before the header, waiting for its hash turn) comes back.
+TEST(StageGraph, AFailureHalfWayLetsGoOfEveryChunk) {
+    Sealed sealed;
+    sealed.chunks[1].mac[0] ^= 1;
+    testing::HostDeviceLink link;
+    std::vector<std::byte> device_memory(data_bytes);
+    auto device = std::make_unique<DeviceDestination>(link, device_memory.data(),
+                                                      DeviceRecord{data_bytes, DType::uint8, std::nullopt, 0});
+    auto decrypt = std::make_unique<Decrypt>(*device);
+    Decrypt* decrypt_at = decrypt.get();
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::move(decrypt));
+    stages.push_back(std::move(device));
+    stages.push_back(std::make_unique<Hash>(header_bytes, data_bytes)); // never armed: pieces wait
+    RecordSpec record = record_spec(std::move(stages), nullptr);
+    record.on_header = [&](std::span<const std::byte>) { return decrypt_at->arm(sealed.chunks, sealed.key); };
+    auto graph = one_record_graph(std::move(record), &link);
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(30, 48)));
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(4, 30)));
+    auto failed = graph->process(sealed.stream.chunk(0, 4));
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error().code, errc::decryption_failed);
+    EXPECT_NE(failed.error().detail.find("file.bin: tensor 'a': cipher chunk 2 of 3 (data bytes 16..32) failed"),
+              std::string::npos)
+        << failed.error().detail;
+    ASSERT_TRUE(link.synchronize()); // copies queued before the failure drop their chunks
+    EXPECT_TRUE(sealed.stream.all_released());
+    auto later = graph->process(sealed.stream.chunk(0, 4));
+    ASSERT_FALSE(later);
+    EXPECT_EQ(later.error().detail, failed.error().detail) << "the first failure wins";
+    EXPECT_EQ(graph->finish().error().detail, failed.error().detail);
+}
+
+TEST(PlainGraph, ABigEndianSpanIsSwappedOnTheHostOnceCompleteAndRefusedSplitOnADevice) {
+    Stream stream;
+    stream.file = pattern(12, 5);
+    std::vector<std::byte> destination(12);
+    auto host = build_plain_graph({{0, 12, destination.data(), "storage 'data/0'", DType::int32, true, std::nullopt}},
+                                  nullptr, "model.pt")
+                    .value();
+    ASSERT_EQ(host->in_place_ranges().size(), 0U) << "under a MiB";
+    ASSERT_TRUE(host->process(stream.chunk(6, 12)));
+    ASSERT_TRUE(host->process(stream.chunk(0, 6)));
+    ASSERT_TRUE(host->finish());
+    for (std::size_t at = 0; at < 12; at += 4) {
+        EXPECT_TRUE(std::equal(destination.begin() + at, destination.begin() + at + 4,
+                               std::make_reverse_iterator(stream.file.begin() + at + 4)));
+    }
+    testing::HostDeviceLink link;
+    auto device = build_plain_graph({{0, 12, destination.data(), "storage 'data/0'", DType::int32, true, std::nullopt}},
+                                    &link, "model.pt")
+                      .value();
+    auto split = device->process(stream.chunk(0, 6));
+    ASSERT_FALSE(split);
+    EXPECT_EQ(split.error().code, errc::unsupported);
+    EXPECT_NE(split.error().detail.find("model.pt: storage 'data/0': a big-endian element straddles"),
+              std::string::npos);
+}
+
+TEST(PlainGraph, NearbySpansAreReadAsOneRangeAndOverlapsRefused) {
+    std::vector<std::byte> memory(100);
+    auto graph = build_plain_graph({{1000, 10, memory.data(), "b", DType::uint8, false, std::nullopt},
+                                    {0, 10, memory.data() + 10, "a", DType::uint8, false, std::nullopt},
+                                    {1 << 20, 10, memory.data() + 20, "c", DType::uint8, false, std::nullopt}},
+                                   nullptr, "x.safetensors")
+                     .value();
+    ASSERT_EQ(graph->plan().ranges.size(), 2U);
+    EXPECT_EQ(graph->plan().ranges[0].offset_bytes, 0U);
+    EXPECT_EQ(graph->plan().ranges[0].length_bytes, 1010U);
+    auto overlapping = build_plain_graph({{0, 10, memory.data(), "a", DType::uint8, false, std::nullopt},
+                                          {5, 10, memory.data() + 10, "b", DType::uint8, false, std::nullopt}},
+                                         nullptr, "x.safetensors");
+    ASSERT_FALSE(overlapping);
+    EXPECT_EQ(overlapping.error().detail, "x.safetensors: b overlaps a in the source");
+}
+
+} // namespace
+} // namespace ringload

@@ -54,6 +54,7 @@ public:
     // After a successful run: the module_idx the tensor's header holds (the index has none).
     std::uint16_t module_index_of(const TensorInfo& tensor) const;
 
+    // For build_load_graph: a record per wanted tensor, in file order, and its header hook.
     struct Record;
     TensorHeaders(const Index& index, KeyResolver* keys);
     ~TensorHeaders();

@@ -1,12 +1,13 @@
 // tests/formats/tensorizer_device_graph_test.cpp
 //
-// The tensorizer stage graph's device path (LoadGraphOptions::device: DeviceDestination) on a machine without a
-// GPU: HostDeviceLink stands in for the CUDA link (copies later, out of order, each holding
-// its slot until done). Every fixture, through tiny and default rings, with and without hash
-// verification, must produce its manifest's bytes; encrypted ones must decrypt (in the slot,
-// or in staging for cipher chunks that straddle slots); a float16 conversion must give the
-// CPU path's bytes (which tests/bindings/dtype_test.py checks against torch); a wrong key and
-// a corrupted byte must fail the load, not hang it. The CUDA link itself runs in tests/gpu.
+// The tensorizer stage graph's device path (LoadGraphOptions::device: DeviceDestination) on
+// a machine without a GPU: HostDeviceLink stands in for the CUDA link (copies later, out of
+// order, each holding its slot until done). Every fixture, through tiny and default rings,
+// with and without hash verification, must produce its manifest's bytes; encrypted ones must
+// decrypt (in the slot, or in staging for cipher chunks that straddle slots); a float16
+// conversion must give the CPU path's bytes (which tests/bindings/dtype_test.py checks against
+// torch); a wrong key and a corrupted byte must fail the load, not hang it. The CUDA link
+// itself runs in tests/gpu.
 #include "../support/decryption_support.hpp"
 #include "../support/host_device_link.hpp"
 #include "../support/slow_then_failing_source.hpp"

@@ -75,8 +75,8 @@ std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
 }
 
 Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
-                                                   std::vector<TensorDestination> destinations,
-                                                   DeviceLink* device, const std::string& name) {
+                                                   std::vector<TensorDestination> destinations, DeviceLink* device,
+                                                   const std::string& name) {
     if (index.format == "tensorizer") {
         RL_TRY(graph, tensorizer::build_load_graph(index, std::move(destinations),
                                                    {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
@@ -171,9 +171,8 @@ Result<DeviceLink*> Deserializer::Impl::link_for(int ordinal, BufferRing& ring_i
 }
 
 Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                                         const LoadLayout& layout,
-                                         std::vector<TensorDestination> destinations, DeviceLink* device,
-                                         FormatGraph& graph) {
+                                         const LoadLayout& layout, std::vector<TensorDestination> destinations,
+                                         DeviceLink* device, FormatGraph& graph) {
     RL_TRY(created, make_graph(options, std::move(destinations), device, source_name()));
     graph = std::move(created);
     return run_handler(options, ring_in_use, pool, *graph.plan, *graph.handler, layout.tensors.size());

@@ -74,8 +74,8 @@ struct Deserializer::Impl {
 
     // Runs the format's graph; `graph` keeps it for what the caller asks of it afterwards.
     Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                         const LoadLayout& layout, std::vector<TensorDestination> destinations,
-                         DeviceLink* device, FormatGraph& graph);
+                         const LoadLayout& layout, std::vector<TensorDestination> destinations, DeviceLink* device,
+                         FormatGraph& graph);
     Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<TensorDestination> destinations,
                                    DeviceLink* device, const std::string& name);
     // The load on `ordinal` (the CPU or a CUDA device) the file's format calls for.

@@ -73,9 +73,9 @@ public:
     Result<void> finish() override;
     void abandon() noexcept override;
 
+private:
     class RecordLoad;
 
-private:
     explicit StageGraph(StageGraphOptions options);
     Result<void> add(RecordSpec spec);
     Result<void> take(RecordLoad& record, const ChunkPtr& chunk);

@@ -33,10 +33,10 @@ struct StoredDigest {
 
 class Hash final : public Stage {
 public:
-    // `prefix_slot_bytes`: where the data starts in the hash's order (the header's length);
-    // the prefix given to arm() takes the place before it.
-    Hash(std::uint64_t prefix_slot_bytes, std::uint64_t data_length_bytes)
-        : sequencer_(0), prefix_slot_bytes_(prefix_slot_bytes), data_length_bytes_(data_length_bytes) {}
+    // `header_length_bytes`: the record's header, whose place in the hash's order the prefix
+    // given to arm() takes (one more byte of order, so that even an empty one comes first).
+    Hash(std::uint64_t header_length_bytes, std::uint64_t data_length_bytes)
+        : sequencer_(0), prefix_slot_bytes_(header_length_bytes + 1), data_length_bytes_(data_length_bytes) {}
 
     std::string_view name() const override { return "hash"; }
     // The prefix to hash first and what the sums must be; data pieces wait for it.

@@ -8,6 +8,8 @@
 // of every chunk a stage held. The device is tests/support/host_device_link.hpp.
 #include "ringload/engine/stage_graph.hpp"
 #include "../support/host_device_link.hpp"
+#include "../support/test_support.hpp"
+#include "ringload/engine/executor.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/engine/plain_graph.hpp"
 #include "ringload/engine/secretbox.hpp"
@@ -17,6 +19,10 @@
 #include "ringload/engine/stages/host_destination.hpp"
 
 #include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -322,6 +328,137 @@ TEST(PlainGraph, NearbySpansAreReadAsOneRangeAndOverlapsRefused) {
                                          nullptr, "x.safetensors");
     ASSERT_FALSE(overlapping);
     EXPECT_EQ(overlapping.error().detail, "x.safetensors: b overlaps a in the source");
+}
+
+// A file in memory, read back in pieces of random length on later turns of the loop.
+class MemorySource final : public Source {
+public:
+    MemorySource(std::vector<std::byte> bytes, unsigned seed) : bytes_(std::move(bytes)), random_(seed) {}
+    const std::string& name() const override { return name_; }
+    std::uint64_t size_bytes() const override { return bytes_.size(); }
+    std::size_t alignment_bytes() const override { return 1; }
+    std::string describe() const override { return "memory"; }
+    Task<Result<std::size_t>> read_some_at(std::uint64_t offset, ReadTarget target) override {
+        auto loop = co_await boost::asio::this_coro::executor;
+        co_await boost::asio::post(loop, boost::asio::use_awaitable);
+        co_return fill(offset, target.bytes(), true);
+    }
+    Task<Result<std::size_t>> read_small_at(std::uint64_t offset, std::span<std::byte> destination) override {
+        co_return fill(offset, destination, false);
+    }
+
+private:
+    std::size_t fill(std::uint64_t offset, std::span<std::byte> destination, bool short_read) {
+        auto n = static_cast<std::size_t>(std::min<std::uint64_t>(destination.size(), bytes_.size() - offset));
+        if (short_read && n > 1) {
+            n = std::uniform_int_distribution<std::size_t>(1, n)(random_);
+        }
+        std::memcpy(destination.data(), bytes_.data() + offset, n);
+        return n;
+    }
+
+    std::vector<std::byte> bytes_;
+    std::mt19937 random_;
+    std::string name_ = "memory://";
+};
+
+// Encrypted records, each with a header, hashed: the file's layout and the plaintext of each.
+struct SealedFile {
+    struct Record {
+        std::uint64_t offset = 0;
+        std::vector<std::byte> header;
+        std::vector<std::byte> plaintext;
+        std::vector<SealedChunk> chunks;
+        Sha256Digest digest{};
+    };
+    SecretKey key = SecretKey::random();
+    std::vector<Record> records;
+    std::vector<std::byte> file;
+
+    explicit SealedFile(std::initializer_list<std::uint64_t> lengths) {
+        int seed = 0;
+        for (std::uint64_t length : lengths) {
+            Record record;
+            record.offset = file.size();
+            record.header = pattern(24, ++seed);
+            record.plaintext = pattern(length, ++seed);
+            std::vector<std::byte> data = record.plaintext;
+            const Nonce initial = random_nonce();
+            for (std::uint64_t at = 0, i = 0; at < length; at += 4096, ++i) {
+                const std::uint64_t box = std::min<std::uint64_t>(4096, length - at);
+                const Nonce nonce = nonce_plus(initial, i);
+                record.chunks.push_back({at, box, nonce, seal_in_place({data.data() + at, box}, nonce, key)});
+            }
+            std::vector<std::byte> input = record.header;
+            input.insert(input.end(), record.plaintext.begin(), record.plaintext.end());
+            record.digest = sha256(input);
+            file.insert(file.end(), record.header.begin(), record.header.end());
+            file.insert(file.end(), data.begin(), data.end());
+            records.push_back(std::move(record));
+        }
+    }
+
+    RecordSpec spec(std::size_t k, std::vector<std::byte>& memory, DeviceLink* device) const {
+        const Record& record = records[k];
+        std::unique_ptr<Destination> place;
+        if (device != nullptr) {
+            place = std::make_unique<DeviceDestination>(*device, memory.data(),
+                                                        DeviceRecord{memory.size(), DType::uint8, std::nullopt, 0});
+        } else {
+            place = std::make_unique<HostDestination>(memory.data());
+        }
+        auto decrypt = std::make_unique<Decrypt>(*place);
+        auto hash = std::make_unique<Hash>(record.header.size(), record.plaintext.size());
+        RecordSpec spec;
+        spec.name = "record " + std::to_string(k);
+        spec.record_offset_bytes = record.offset;
+        spec.data_offset_bytes = record.offset + record.header.size();
+        spec.data_length_bytes = record.plaintext.size();
+        spec.on_header = [this, &record, decrypt = decrypt.get(),
+                          hash = hash.get()](std::span<const std::byte> header) {
+            StoredDigest stored{StoredDigest::Kind::sha256, 1, {}};
+            const auto* digest = reinterpret_cast<const std::byte*>(record.digest.data());
+            stored.value.assign(digest, digest + record.digest.size());
+            hash->arm({header.begin(), header.end()}, {stored});
+            return decrypt->arm(record.chunks, key);
+        };
+        spec.stages.push_back(std::move(decrypt));
+        spec.stages.push_back(std::move(place));
+        spec.stages.push_back(std::move(hash));
+        return spec;
+    }
+};
+
+// The real executor, ring and two workers over short reads: pieces of many records arrive
+// concurrently and in any order, and every record comes out whole, on the host and on a device.
+TEST(StageGraph, ConcurrentPiecesOfManyRecordsComeOutWhole) {
+    const unsigned seed = std::random_device{}();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const SealedFile sealed({5000, 0, 70000, 123, 16384, 40000, 4096});
+    for (bool on_device : {false, true}) {
+        SCOPED_TRACE(on_device ? "device" : "host");
+        testing::HostDeviceLink link;
+        DeviceLink* device = on_device ? &link : nullptr;
+        std::vector<std::vector<std::byte>> memory;
+        std::vector<RecordSpec> records;
+        for (std::size_t k = 0; k < sealed.records.size(); ++k) {
+            memory.emplace_back(sealed.records[k].plaintext.size());
+        }
+        for (std::size_t k = 0; k < sealed.records.size(); ++k) {
+            records.push_back(sealed.spec(k, memory[k], device));
+        }
+        auto graph = StageGraph::create(std::move(records), {"memory://", 0, device}).value();
+        ASSERT_EQ(graph->plan().ranges.size(), 1U);
+        boost::asio::io_context loop{1};
+        MemorySource source(sealed.file, seed);
+        auto ring = BufferRing::create(loop, {3, 4096}).value();
+        WorkerPool pool(2);
+        auto stats = testing::run_to_completion(loop, run_plan(source, *ring, pool, graph->plan(), *graph, {}));
+        ASSERT_TRUE(stats) << stats.error().message();
+        for (std::size_t k = 0; k < sealed.records.size(); ++k) {
+            EXPECT_EQ(memory[k], sealed.records[k].plaintext) << "record " << k;
+        }
+    }
 }
 
 } // namespace

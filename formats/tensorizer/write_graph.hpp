@@ -8,9 +8,9 @@
 // values or MACs (serialize.hpp), so each header is written with zeros there first. Data is
 // copied (or sealed, chunk by chunk) from the caller's memory into the slots; hashes over
 // H' || plaintext run beside it as side jobs. The pages that hold headers are kept as they are
-// written (ringload/engine/kept_pages.hpp), and once all hashes and MACs are known finished_header_pages() gives them
-// back with the finished headers, to be written again whole (no read-modify-write of pages that went to disk with
-// O_DIRECT).
+// written (KeptPages, ringload/engine/kept_pages.hpp), and once all hashes and MACs are known
+// finished_header_pages() gives them back with the finished headers, to be written again whole
+// (no read-modify-write of pages that went to disk with O_DIRECT).
 //
 // What tensorizer 2.11.1 gets wrong (quirks/, tensorizer-format.md §8) is written so that it
 // reads back: a meta tensor that tensorizer cannot size without data (an opaque dtype such as

@@ -172,7 +172,7 @@ int run_load(const LoadArgs& args) {
 Run add_load_command(CLI::App& app) {
     auto args = std::make_shared<LoadArgs>();
     auto* command = app.add_subcommand("load", "Load every (matching) tensor into memory");
-    command->add_option("uri", args->uri, "File path (or file:// URI)")->required();
+    command->add_option("uri", args->uri, input_uri_help)->required();
     command->add_option("--device", args->device, "Where tensors go: cpu, cuda or cuda:N");
     command->add_option("--dtype", args->dtype,
                         "Convert floating tensors to float64, float32, float16 or bfloat16 on the way");

@@ -13,6 +13,10 @@
 
 namespace ringload::cli {
 
+// The help text of info's and load's URI argument: every source open_input reads.
+inline constexpr const char* input_uri_help =
+    "Model to read: a file path or file:// URI, an http:// or https:// URL, s3://bucket/key or redis://host/prefix";
+
 Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network,
                                 ReadMode read_mode = ReadMode::automatic);
 

@@ -166,10 +166,7 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     if (state->first_error()) {
         co_return *state->first_error();
     }
-    auto finished = handler.finish();
-    if (!finished) {
-        co_return finished.error();
-    }
+    RL_CO_TRY_VOID(handler.finish());
     state->report_progress(controls, plan_bytes, true);
     stats.bytes_read = state->bytes_done();
     stats.seconds = state->seconds();

@@ -281,6 +281,23 @@ void post_side_job(const std::shared_ptr<RunContext>& run, const SideJob& job) {
     run->pool.post([run, &job] { run_side_step(run, job); });
 }
 
+// Fills window k on a worker, then gives up its share of the window (and of the next one, which
+// a piece of window k runs on into).
+void post_window(const std::shared_ptr<RunContext>& run, std::size_t k, bool straddles) {
+    post_counted(run, [run, k, straddles] {
+        if (!run->state->has_failed()) {
+            auto filled = fill_window(*run, k);
+            if (!filled) {
+                run->state->record_failure(filled.error());
+            }
+        }
+        finish_share(run, k);
+        if (straddles) {
+            finish_share(run, k + 1);
+        }
+    });
+}
+
 // Waits (on the loop, polling: a feed loads on threads of its own) until the feed has in place
 // every tensor that the file's bytes before `offset` read. False: the run stops.
 Task<bool> wait_for_feed(std::shared_ptr<RunContext> run, std::uint64_t offset) {
@@ -314,11 +331,7 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
                                                    ": writing needs at least two ring slots, each a multiple of " +
                                                    std::to_string(geometry.alignment) + " bytes");
     }
-    auto checked = check_plan(plan, geometry, sink.name());
-    if (!checked) {
-        co_return checked.error();
-    }
-    const std::vector<bool>& straddles_end = *checked;
+    RL_CO_TRY(straddles_end, check_plan(plan, geometry, sink.name()));
     const std::size_t window_count = geometry.count();
     auto run = std::make_shared<RunContext>(RunContext{sink, pool, plan, producer, controls, feed, geometry,
                                                        std::make_shared<WriteRunState>(loop, window_count), loop});
@@ -353,20 +366,7 @@ Task<Result<WriteStats>> run_write_plan(WriteSink& sink, BufferRing& ring, Worke
                plan.side_jobs[next_side_job].start_offset_bytes < geometry.end(posted)) {
             post_side_job(run, plan.side_jobs[next_side_job++]);
         }
-        const std::size_t k = posted;
-        const bool straddles = straddles_end[k];
-        post_counted(run, [run, k, straddles] {
-            if (!run->state->has_failed()) {
-                auto filled = fill_window(*run, k);
-                if (!filled) {
-                    run->state->record_failure(filled.error());
-                }
-            }
-            finish_share(run, k);
-            if (straddles) {
-                finish_share(run, k + 1);
-            }
-        });
+        post_window(run, posted, straddles_end[posted]);
     }
     // Windows whose own job never ran (failure, cancel): drop their share so the slots return.
     for (std::size_t k = posted; k < acquired; ++k) {

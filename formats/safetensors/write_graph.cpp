@@ -26,6 +26,45 @@ std::string joined_name(const std::vector<PathComponent>& path) {
     return name;
 }
 
+namespace {
+
+// What safetensors can store of one tensor: a name that is not the metadata's, data (not meta),
+// a dtype it names, its bytes; and a device this write has the link to.
+Result<void> check_tensor(const TensorToWrite& tensor, const std::string& name, const DeviceLink* device,
+                          const std::string& target) {
+    const std::string which = target + ": tensor '" + name + "'";
+    if (tensor.path.empty() || name.empty()) {
+        return fail(errc::invalid_tensor_name, target + ": a tensor without a name");
+    }
+    if (name == "__metadata__") {
+        return fail(errc::invalid_tensor_name, which + ": the name is reserved for the file's metadata");
+    }
+    if (tensor.is_meta) {
+        return fail(errc::unsupported,
+                    which + ": a meta tensor (shape only): safetensors stores data for every tensor");
+    }
+    if (tensor.device >= 0 && (device == nullptr || device->ordinal() != tensor.device)) {
+        return fail(errc::invalid_argument, which + ": on cuda:" + std::to_string(tensor.device) +
+                                                " without a link to that device (one device per write)");
+    }
+    auto named = dtype_name(tensor.dtype);
+    if (!named) {
+        return fail(named.error().code, which + ": " + named.error().detail);
+    }
+    auto length = checked_byte_length(tensor.shape, tensor.dtype);
+    if (!length) {
+        return fail(errc::invalid_argument, which + ": the shape is too large");
+    }
+    if (tensor.bytes.size() != *length) {
+        return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) +
+                                                " bytes given, but its dtype and shape need " +
+                                                std::to_string(*length));
+    }
+    return {};
+}
+
+} // namespace
+
 Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors,
                                                        const LayoutOptions& options, std::string target_name,
                                                        DeviceLink* device) {
@@ -34,39 +73,12 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
     graph->target_ = std::move(target_name);
     graph->device_ = device;
     const std::string& target = graph->target_;
-    std::set<std::string_view> names;
     for (const auto& tensor : tensors) {
         Record record{&tensor, joined_name(tensor.path)};
-        const std::string which = target + ": tensor '" + record.name + "'";
-        if (tensor.path.empty() || record.name.empty()) {
-            return fail(errc::invalid_tensor_name, target + ": a tensor without a name");
-        }
-        if (record.name == "__metadata__") {
-            return fail(errc::invalid_tensor_name, which + ": the name is reserved for the file's metadata");
-        }
-        if (tensor.is_meta) {
-            return fail(errc::unsupported,
-                        which + ": a meta tensor (shape only): safetensors stores data for every tensor");
-        }
-        if (tensor.device >= 0 && (device == nullptr || device->ordinal() != tensor.device)) {
-            return fail(errc::invalid_argument, which + ": on cuda:" + std::to_string(tensor.device) +
-                                                    " without a link to that device (one device per write)");
-        }
-        auto named = dtype_name(tensor.dtype);
-        if (!named) {
-            return fail(named.error().code, which + ": " + named.error().detail);
-        }
-        auto length = checked_byte_length(tensor.shape, tensor.dtype);
-        if (!length) {
-            return fail(errc::invalid_argument, which + ": the shape is too large");
-        }
-        if (tensor.bytes.size() != *length) {
-            return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) +
-                                                    " bytes given, but its dtype and shape need " +
-                                                    std::to_string(*length));
-        }
+        RL_TRY_VOID(check_tensor(tensor, record.name, device, target));
         graph->records_.push_back(std::move(record));
     }
+    std::set<std::string_view> names;
     for (const auto& record : graph->records_) {
         if (!names.insert(record.name).second) {
             return fail(errc::invalid_tensor_name, target + ": tensor '" + record.name + "' given twice");
@@ -79,34 +91,37 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
             return rank_a != rank_b ? rank_a > rank_b : a.name < b.name;
         });
     }
+    RL_TRY_VOID(graph->lay_out(options));
+    return graph;
+}
 
+Result<void> WriteGraph::lay_out(const LayoutOptions& options) {
     std::vector<HeaderEntry> entries;
     std::uint64_t offset = 0;
-    for (const auto& record : graph->records_) {
+    for (const auto& record : records_) {
         const std::uint64_t length = record.tensor->bytes.size();
         entries.push_back({record.name, record.tensor->dtype, record.tensor->shape, offset, offset + length});
         offset += length;
     }
     auto header = build_header(entries, options.metadata, options.alignment_bytes);
     if (!header) {
-        return with_context(header.error(), target);
+        return with_context(header.error(), target_);
     }
-    graph->header_ = std::move(*header);
-    graph->tensor_bytes_ = offset;
+    header_ = std::move(*header);
+    tensor_bytes_ = offset;
 
     // Pieces: the header, then each tensor's bytes (zero-length pieces for empty tensors keep
     // tags and records in step; the executor skips them).
-    WritePlan& plan = graph->plan_;
     std::uint64_t at = 0;
-    plan.pieces.push_back({at, graph->header_.size(), false, 0});
-    at += graph->header_.size();
-    for (std::size_t r = 0; r < graph->records_.size(); ++r) {
-        const std::uint64_t length = graph->records_[r].tensor->bytes.size();
-        plan.pieces.push_back({at, length, false, r + 1});
+    plan_.pieces.push_back({at, header_.size(), false, 0});
+    at += header_.size();
+    for (std::size_t r = 0; r < records_.size(); ++r) {
+        const std::uint64_t length = records_[r].tensor->bytes.size();
+        plan_.pieces.push_back({at, length, false, r + 1});
         at += length;
     }
-    plan.length_bytes = at;
-    return graph;
+    plan_.length_bytes = at;
+    return {};
 }
 
 std::vector<FileExtent> WriteGraph::tensor_extents() const {

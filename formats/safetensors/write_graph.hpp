@@ -64,6 +64,9 @@ private:
         std::string name;
     };
 
+    // After create()'s checks and ordering: the header, and the plan's pieces in data order.
+    Result<void> lay_out(const LayoutOptions& options);
+
     std::span<const TensorToWrite> tensors_;
     std::string target_;
     DeviceLink* device_ = nullptr;

@@ -14,7 +14,6 @@
 namespace ringload::tensorizer {
 namespace {
 
-constexpr std::uint64_t page_bytes = 4096;
 constexpr std::uint8_t state_dict_type = 2;
 constexpr std::size_t sentinel_bytes = 8;
 // Hashes read a tensor in blocks this size, CRC32 then SHA-256, so that the second pass hits
@@ -22,10 +21,6 @@ constexpr std::size_t sentinel_bytes = 8;
 constexpr std::size_t hash_block_bytes = 256 << 10;
 // One step of a record's hashing (a side job step): about one window's worth.
 constexpr std::uint64_t hash_step_bytes = 4 << 20;
-
-std::uint64_t align_down(std::uint64_t value) {
-    return value / page_bytes * page_bytes;
-}
 
 bool starts_with_marker(const PathComponent& component) {
     const auto* text = std::get_if<std::string>(&component);
@@ -86,6 +81,49 @@ WriteGraph::~WriteGraph() = default;
 
 namespace {
 
+// The tensor's data length, after the checks that need only the tensor: a size that fits, a
+// zero-element tensor tensorizer can read back, the bytes given, a nested name's tensor type.
+Result<std::uint64_t> checked_tensor_bytes(const TensorToWrite& tensor, const TensorInfo& info,
+                                           const std::string& which) {
+    auto byte_length = checked_byte_length(tensor.shape, tensor.dtype);
+    if (!byte_length) {
+        return fail(errc::invalid_argument, which + ": shape " + shape_text(tensor.shape) + " is too large");
+    }
+    if (*byte_length == 0 && is_opaque(tensor.dtype)) {
+        return fail(errc::unsupported,
+                    which + ": a zero-element " + std::string(torch_name(tensor.dtype)) +
+                        " tensor: tensorizer cannot read a file holding one (it fails on the opaque dtype "
+                        "string of any tensor without data), so it is not written");
+    }
+    if (!tensor.is_meta && tensor.bytes.size() != *byte_length) {
+        return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) + " bytes given, but " +
+                                                std::string(torch_name(tensor.dtype)) + " of shape " +
+                                                shape_text(tensor.shape) + " has " + std::to_string(*byte_length));
+    }
+    if (!info.name.empty() && info.name[0] == structured_name_marker && tensor.tensor_type != state_dict_type) {
+        return fail(errc::invalid_argument, which + ": a nested name needs tensor type 2 (state dict entry), not " +
+                                                std::to_string(tensor.tensor_type) +
+                                                ": tensorizer reads structured names only from state dicts");
+    }
+    return *byte_length;
+}
+
+// An encrypted record's crypt info: a fresh nonce and one MAC per chunk. Tensors without data
+// (meta, zero-element) get an empty block, as tensorizer's meta tensors do: there is nothing to
+// seal.
+CryptInfo crypt_info_for(std::uint64_t data_length, const WriteEncryption& encryption) {
+    CryptInfo crypt;
+    if (data_length > 0) {
+        crypt.key_derivation = encryption.key_derivation;
+        CipherRecord cipher;
+        cipher.chunk_size_bytes = encryption.chunk_size_bytes;
+        cipher.initial_nonce = random_nonce();
+        cipher.macs.resize(cipher_chunk_count_for(data_length, cipher.chunk_size_bytes));
+        crypt.cipher = std::move(cipher);
+    }
+    return crypt;
+}
+
 Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const WriteEncryption* encryption,
                                            bool& any_meta, std::vector<TensorInfo>& names) {
     WriteGraph::Record record;
@@ -100,28 +138,8 @@ Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const Wr
     if (tensor.path.empty()) {
         return fail(errc::invalid_tensor_name, "a tensor without a name");
     }
-    auto byte_length = checked_byte_length(tensor.shape, tensor.dtype);
-    if (!byte_length) {
-        return fail(errc::invalid_argument, which + ": shape " + shape_text(tensor.shape) + " is too large");
-    }
-    const bool empty = *byte_length == 0;
-    if (empty && is_opaque(tensor.dtype)) {
-        return fail(errc::unsupported,
-                    which + ": a zero-element " + std::string(torch_name(tensor.dtype)) +
-                        " tensor: tensorizer cannot read a file holding one (it fails on the opaque dtype "
-                        "string of any tensor without data), so it is not written");
-    }
-    const bool meta = tensor.is_meta && !empty;
-    if (!tensor.is_meta && tensor.bytes.size() != *byte_length) {
-        return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) + " bytes given, but " +
-                                                std::string(torch_name(tensor.dtype)) + " of shape " +
-                                                shape_text(tensor.shape) + " has " + std::to_string(*byte_length));
-    }
-    if (!info.name.empty() && info.name[0] == structured_name_marker && tensor.tensor_type != state_dict_type) {
-        return fail(errc::invalid_argument, which + ": a nested name needs tensor type 2 (state dict entry), not " +
-                                                std::to_string(tensor.tensor_type) +
-                                                ": tensorizer reads structured names only from state dicts");
-    }
+    RL_TRY(byte_length, checked_tensor_bytes(tensor, info, which));
+    const bool meta = tensor.is_meta && byte_length > 0;
     RecordSpec& spec = record.spec;
     spec.name = info.name;
     spec.dtype = tensor.dtype;
@@ -134,21 +152,10 @@ Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const Wr
     if (meta && (is_opaque(tensor.dtype) || tensor.shape.empty())) {
         record.stored_as_zeros = true;
     }
-    spec.data_length = (meta && !record.stored_as_zeros) ? 0 : *byte_length;
+    spec.data_length = (meta && !record.stored_as_zeros) ? 0 : byte_length;
     any_meta = any_meta || (meta && !record.stored_as_zeros);
     if (encryption != nullptr) {
-        // Tensors without data (meta, zero-element) get an empty block, as tensorizer's meta
-        // tensors do: there is nothing to seal.
-        CryptInfo crypt;
-        if (spec.data_length > 0) {
-            crypt.key_derivation = encryption->key_derivation;
-            CipherRecord cipher;
-            cipher.chunk_size_bytes = encryption->chunk_size_bytes;
-            cipher.initial_nonce = random_nonce();
-            cipher.macs.resize(cipher_chunk_count_for(spec.data_length, cipher.chunk_size_bytes));
-            crypt.cipher = std::move(cipher);
-        }
-        spec.crypt = std::move(crypt);
+        spec.crypt = crypt_info_for(spec.data_length, *encryption);
     }
     auto checked = check_record_spec(spec);
     if (!checked) {
@@ -161,16 +168,10 @@ Result<WriteGraph::Record> describe_record(const TensorToWrite& tensor, const Wr
     return record;
 }
 
-} // namespace
-
-Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors,
-                                                       const WriteEncryption* encryption, std::string target_name,
-                                                       DeviceLink* device) {
-    auto graph = std::make_unique<WriteGraph>();
-    graph->target_ = std::move(target_name);
-    graph->encryption_ = encryption;
-    graph->device_ = device;
-    const std::string& target = graph->target_;
+// Fails on what no single tensor decides: nothing to write, a tensor on a device without its
+// link, a chunk size of 0.
+Result<void> check_request(std::span<const TensorToWrite> tensors, const WriteEncryption* encryption,
+                           const DeviceLink* device, const std::string& target) {
     if (tensors.empty()) {
         return fail(errc::invalid_argument, target + ": no tensors to write (a tensorizer file holds at least one)");
     }
@@ -183,57 +184,80 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
     if (encryption != nullptr && encryption->chunk_size_bytes == 0) {
         return fail(errc::invalid_argument, target + ": a cipher chunk size of 0");
     }
+    return {};
+}
 
+} // namespace
+
+Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors,
+                                                       const WriteEncryption* encryption, std::string target_name,
+                                                       DeviceLink* device) {
+    auto graph = std::make_unique<WriteGraph>();
+    graph->target_ = std::move(target_name);
+    graph->encryption_ = encryption;
+    graph->device_ = device;
+    RL_TRY_VOID(check_request(tensors, encryption, device, graph->target_));
+    RL_TRY_VOID(graph->describe_records(tensors));
+    const std::uint64_t sentinel_offset = graph->lay_out();
+    graph->plan_pieces(sentinel_offset);
+    return graph;
+}
+
+Result<void> WriteGraph::describe_records(std::span<const TensorToWrite> tensors) {
     bool any_meta = false;
     bool any_opaque = false;
     std::vector<TensorInfo> names;
     std::uint64_t entries_bytes = 0;
     for (const auto& tensor : tensors) {
-        auto record = describe_record(tensor, encryption, any_meta, names);
+        auto record = describe_record(tensor, encryption_, any_meta, names);
         if (!record) {
-            return with_context(record.error(), target);
+            return with_context(record.error(), target_);
         }
         any_opaque = any_opaque || is_opaque(tensor.dtype);
         entries_bytes += index_entry_size(record->spec);
-        graph->records_.push_back(std::move(*record));
+        records_.push_back(std::move(*record));
     }
     auto tree = check_name_tree(names);
     if (!tree) {
-        return with_context(tree.error(), target);
+        return with_context(tree.error(), target_);
     }
+    summary_ = choose_data_version(encryption_ != nullptr, any_opaque, any_meta);
+    summary_.tensor_count = tensors.size();
+    summary_.index_bytes = index_bytes_for(entries_bytes);
+    return {};
+}
 
-    FileSummary& summary = graph->summary_;
-    summary = choose_data_version(encryption != nullptr, any_opaque, any_meta);
-    summary.tensor_count = tensors.size();
-    summary.index_bytes = index_bytes_for(entries_bytes);
-
-    // Layout: records back to back after the index, then the sentinel.
-    std::uint64_t offset = file_header_bytes + summary.index_bytes;
+std::uint64_t WriteGraph::lay_out() {
+    std::uint64_t offset = file_header_bytes + summary_.index_bytes;
     std::vector<std::byte> index;
-    for (auto& record : graph->records_) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> header_ranges;
+    for (auto& record : records_) {
         record.header_offset = offset;
         record.header = serialize_tensor_header(record.spec, {});
         record.hash_prefix = hash_prefix_of(record.spec);
         record.data_offset = offset + record.header.size();
         offset = record.data_offset + record.spec.data_length;
-        summary.tensor_size_bytes += record.spec.data_length;
+        summary_.tensor_size_bytes += record.spec.data_length;
         auto entry = serialize_index_entry(record.spec, record.header_offset);
         index.insert(index.end(), entry.begin(), entry.end());
+        header_ranges.emplace_back(record.header_offset, record.data_offset);
     }
-    graph->preamble_ = serialize_file_header(summary);
-    index.resize(summary.index_bytes);
-    graph->preamble_.insert(graph->preamble_.end(), index.begin(), index.end());
+    preamble_ = serialize_file_header(summary_);
+    index.resize(summary_.index_bytes);
+    preamble_.insert(preamble_.end(), index.begin(), index.end());
+    header_pages_.emplace(std::move(header_ranges));
+    return offset;
+}
 
-    // Pieces, in file order, and one hashing side job per record.
+void WriteGraph::plan_pieces(std::uint64_t sentinel_offset) {
     using Kind = PieceSource::Kind;
-    WritePlan& plan = graph->plan_;
-    auto add_piece = [&](std::uint64_t at, std::uint64_t length, bool whole, PieceSource source) {
-        plan.pieces.push_back({at, length, whole, graph->sources_.size()});
-        graph->sources_.push_back(source);
+    auto add_piece = [this](std::uint64_t at, std::uint64_t length, bool whole, PieceSource source) {
+        plan_.pieces.push_back({at, length, whole, sources_.size()});
+        sources_.push_back(source);
     };
-    add_piece(0, graph->preamble_.size(), false, {Kind::preamble, 0, 0});
-    for (std::size_t r = 0; r < graph->records_.size(); ++r) {
-        Record& record = graph->records_[r];
+    add_piece(0, preamble_.size(), false, {Kind::preamble, 0, 0});
+    for (std::size_t r = 0; r < records_.size(); ++r) {
+        Record& record = records_[r];
         add_piece(record.header_offset, record.header.size(), false, {Kind::header, r, 0});
         if (record.encrypted()) {
             const CipherRecord& cipher = *record.spec.crypt->cipher;
@@ -245,12 +269,10 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
         } else if (record.spec.data_length > 0) {
             add_piece(record.data_offset, record.spec.data_length, false, {Kind::data, r, 0});
         }
-        WriteGraph* self = graph.get();
-        plan.side_jobs.push_back({record.header_offset, [self, &record] { return self->hash_step(record); }});
+        plan_.side_jobs.push_back({record.header_offset, [this, &record] { return hash_step(record); }});
     }
-    add_piece(offset, sentinel_bytes, false, {Kind::sentinel, 0, 0});
-    plan.length_bytes = offset + sentinel_bytes;
-    return graph;
+    add_piece(sentinel_offset, sentinel_bytes, false, {Kind::sentinel, 0, 0});
+    plan_.length_bytes = sentinel_offset + sentinel_bytes;
 }
 
 bool WriteGraph::on_device(const Record& record) const {
@@ -365,27 +387,7 @@ Result<void> WriteGraph::produce_whole(const WritePiece& piece, std::span<std::b
 }
 
 void WriteGraph::window_filled(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
-    const std::uint64_t window_end = offset_bytes + bytes.size();
-    // The first record whose header ends after the window starts.
-    auto it = std::partition_point(records_.begin(), records_.end(), [&](const Record& record) {
-        return record.header_offset + record.header.size() <= offset_bytes;
-    });
-    std::lock_guard lock(pages_mutex_);
-    for (; it != records_.end() && it->header_offset < window_end; ++it) {
-        const std::uint64_t from = std::max(it->header_offset, offset_bytes);
-        const std::uint64_t to = std::min(it->header_offset + it->header.size(), window_end);
-        for (std::uint64_t page = align_down(from); page < to; page += page_bytes) {
-            auto [slot, inserted] = header_pages_.try_emplace(page);
-            if (!inserted) {
-                continue;
-            }
-            // Pages never straddle windows (slots are whole pages); the file's last page may be
-            // short: the rest is zeros, trimmed at commit.
-            const auto available = static_cast<std::size_t>(std::min(page_bytes, window_end - page));
-            slot->second.bytes.fill(std::byte{0});
-            std::memcpy(slot->second.bytes.data(), bytes.data() + (page - offset_bytes), available);
-        }
-    }
+    header_pages_->window_filled(offset_bytes, bytes);
 }
 
 Result<std::vector<std::pair<std::uint64_t, std::span<const std::byte>>>> WriteGraph::finished_header_pages() {
@@ -396,25 +398,12 @@ Result<std::vector<std::pair<std::uint64_t, std::span<const std::byte>>>> WriteG
         }
         const auto header = serialize_tensor_header(spec, record.hashes);
         RL_ASSERT(header.size() == record.header.size(), "a header's size changed with its hashes");
-        std::size_t done = 0;
-        while (done < header.size()) {
-            const std::uint64_t at = record.header_offset + done;
-            auto page = header_pages_.find(align_down(at));
-            if (page == header_pages_.end()) {
-                return fail(errc::io_error, target_ + ": the page holding tensor '" + record.display_name +
-                                                "''s header was never written");
-            }
-            const auto in_page = static_cast<std::size_t>(at - page->first);
-            const std::size_t length = std::min<std::size_t>(header.size() - done, page_bytes - in_page);
-            std::memcpy(page->second.bytes.data() + in_page, header.data() + done, length);
-            done += length;
+        if (!header_pages_->patch(record.header_offset, header)) {
+            return fail(errc::io_error,
+                        target_ + ": the page holding tensor '" + record.display_name + "''s header was never written");
         }
     }
-    std::vector<std::pair<std::uint64_t, std::span<const std::byte>>> pages;
-    for (const auto& [offset, page] : header_pages_) {
-        pages.emplace_back(offset, page.bytes);
-    }
-    return pages;
+    return header_pages_->pages();
 }
 
 } // namespace ringload::tensorizer

@@ -8,9 +8,9 @@
 // values or MACs (serialize.hpp), so each header is written with zeros there first. Data is
 // copied (or sealed, chunk by chunk) from the caller's memory into the slots; hashes over
 // H' || plaintext run beside it as side jobs. The pages that hold headers are kept as they are
-// written, and once all hashes and MACs are known finished_header_pages() gives them back with
-// the finished headers, to be written again whole (no read-modify-write of pages that went to
-// disk with O_DIRECT).
+// written (KeptPages, ringload/engine/kept_pages.hpp), and once all hashes and MACs are known
+// finished_header_pages() gives them back with the finished headers, to be written again whole
+// (no read-modify-write of pages that went to disk with O_DIRECT).
 //
 // What tensorizer 2.11.1 gets wrong (quirks/, tensorizer-format.md §8) is written so that it
 // reads back: a meta tensor that tensorizer cannot size without data (an opaque dtype such as
@@ -21,16 +21,14 @@
 
 #include "formats/tensorizer/serialize.hpp"
 #include "ringload/engine/device_link.hpp"
+#include "ringload/engine/kept_pages.hpp"
 #include "ringload/engine/secretbox.hpp"
 #include "ringload/engine/write_feed.hpp"
 #include "ringload/engine/write_plan.hpp"
 #include "ringload/tensor_info.hpp"
 
-#include <array>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -83,6 +81,12 @@ private:
     Result<void> fill_plaintext(const Record& record, std::uint64_t from, std::span<std::byte> dst) const;
     bool on_device(const Record& record) const;
 
+    // The steps of create(): every record described and checked, the file laid out (returns the
+    // sentinel's offset), then the plan's pieces in file order and one hashing job per record.
+    Result<void> describe_records(std::span<const TensorToWrite> tensors);
+    std::uint64_t lay_out();
+    void plan_pieces(std::uint64_t sentinel_offset);
+
     DeviceLink* device_ = nullptr;
     std::string target_;
     const WriteEncryption* encryption_ = nullptr;
@@ -92,11 +96,7 @@ private:
     std::vector<std::byte> preamble_;  // file header and index
     WritePlan plan_;
 
-    std::mutex pages_mutex_;
-    struct alignas(4096) Page {
-        std::array<std::byte, 4096> bytes;
-    };
-    std::map<std::uint64_t, Page> header_pages_; // guarded by pages_mutex_
+    std::optional<KeptPages> header_pages_; // each record's header range, from lay_out()
 };
 
 } // namespace ringload::tensorizer

@@ -5,7 +5,9 @@
 
 #include <bit>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace ringload::torch_zip {
 
@@ -16,148 +18,51 @@ std::string hex_byte(std::uint8_t value) {
     return std::string("0x") + digits[value >> 4] + digits[value & 15];
 }
 
-// Opcode names for messages, including the ones refused.
+// Opcode names for messages, including the ones refused: (opcode, name), by opcode.
+constexpr std::pair<std::uint8_t, std::string_view> opcode_names[] = {
+    {'(', "MARK"},          {')', "EMPTY_TUPLE"},
+    {'.', "STOP"},          {'0', "POP"},
+    {'1', "POP_MARK"},      {'2', "DUP"},
+    {'B', "BINBYTES"},      {'C', "SHORT_BINBYTES"},
+    {'F', "FLOAT"},         {'G', "BINFLOAT"},
+    {'I', "INT"},           {'J', "BININT"},
+    {'K', "BININT1"},       {'L', "LONG"},
+    {'M', "BININT2"},       {'N', "NONE"},
+    {'P', "PERSID"},        {'Q', "BINPERSID"},
+    {'R', "REDUCE"},        {'S', "STRING"},
+    {'T', "BINSTRING"},     {'U', "SHORT_BINSTRING"},
+    {'V', "UNICODE"},       {'X', "BINUNICODE"},
+    {']', "EMPTY_LIST"},    {'a', "APPEND"},
+    {'b', "BUILD"},         {'c', "GLOBAL"},
+    {'d', "DICT"},          {'e', "APPENDS"},
+    {'g', "GET"},           {'h', "BINGET"},
+    {'i', "INST"},          {'j', "LONG_BINGET"},
+    {'l', "LIST"},          {'o', "OBJ"},
+    {'p', "PUT"},           {'q', "BINPUT"},
+    {'r', "LONG_BINPUT"},   {'s', "SETITEM"},
+    {'t', "TUPLE"},         {'u', "SETITEMS"},
+    {'}', "EMPTY_DICT"},    {0x80, "PROTO"},
+    {0x81, "NEWOBJ"},       {0x82, "EXT1"},
+    {0x83, "EXT2"},         {0x84, "EXT4"},
+    {0x85, "TUPLE1"},       {0x86, "TUPLE2"},
+    {0x87, "TUPLE3"},       {0x88, "NEWTRUE"},
+    {0x89, "NEWFALSE"},     {0x8a, "LONG1"},
+    {0x8b, "LONG4"},        {0x8c, "SHORT_BINUNICODE"},
+    {0x8d, "BINUNICODE8"},  {0x8e, "BINBYTES8"},
+    {0x8f, "EMPTY_SET"},    {0x90, "ADDITEMS"},
+    {0x91, "FROZENSET"},    {0x92, "NEWOBJ_EX"},
+    {0x93, "STACK_GLOBAL"}, {0x94, "MEMOIZE"},
+    {0x95, "FRAME"},        {0x96, "BYTEARRAY8"},
+    {0x97, "NEXT_BUFFER"},  {0x98, "READONLY_BUFFER"},
+};
+
 std::string opcode_name(std::uint8_t op) {
-    switch (op) {
-        case 0x80:
-            return "PROTO";
-        case '.':
-            return "STOP";
-        case '(':
-            return "MARK";
-        case '}':
-            return "EMPTY_DICT";
-        case ']':
-            return "EMPTY_LIST";
-        case ')':
-            return "EMPTY_TUPLE";
-        case 0x8f:
-            return "EMPTY_SET";
-        case 't':
-            return "TUPLE";
-        case 0x85:
-            return "TUPLE1";
-        case 0x86:
-            return "TUPLE2";
-        case 0x87:
-            return "TUPLE3";
-        case 'N':
-            return "NONE";
-        case 0x88:
-            return "NEWTRUE";
-        case 0x89:
-            return "NEWFALSE";
-        case 'K':
-            return "BININT1";
-        case 'M':
-            return "BININT2";
-        case 'J':
-            return "BININT";
-        case 0x8a:
-            return "LONG1";
-        case 0x8b:
-            return "LONG4";
-        case 'G':
-            return "BINFLOAT";
-        case 'X':
-            return "BINUNICODE";
-        case 'U':
-            return "SHORT_BINSTRING";
-        case 'q':
-            return "BINPUT";
-        case 'r':
-            return "LONG_BINPUT";
-        case 'h':
-            return "BINGET";
-        case 'j':
-            return "LONG_BINGET";
-        case 's':
-            return "SETITEM";
-        case 'u':
-            return "SETITEMS";
-        case 'a':
-            return "APPEND";
-        case 'e':
-            return "APPENDS";
-        case 'c':
-            return "GLOBAL";
-        case 'R':
-            return "REDUCE";
-        case 'b':
-            return "BUILD";
-        case 0x81:
-            return "NEWOBJ";
-        case 0x92:
-            return "NEWOBJ_EX";
-        case 'Q':
-            return "BINPERSID";
-        case 'P':
-            return "PERSID";
-        case 0x93:
-            return "STACK_GLOBAL";
-        case 'i':
-            return "INST";
-        case 'o':
-            return "OBJ";
-        case 0x82:
-            return "EXT1";
-        case 0x83:
-            return "EXT2";
-        case 0x84:
-            return "EXT4";
-        case 0x95:
-            return "FRAME";
-        case 0x94:
-            return "MEMOIZE";
-        case 'B':
-            return "BINBYTES";
-        case 'C':
-            return "SHORT_BINBYTES";
-        case 0x8e:
-            return "BINBYTES8";
-        case 0x8d:
-            return "BINUNICODE8";
-        case 0x8c:
-            return "SHORT_BINUNICODE";
-        case 0x96:
-            return "BYTEARRAY8";
-        case 0x97:
-            return "NEXT_BUFFER";
-        case 0x98:
-            return "READONLY_BUFFER";
-        case 'T':
-            return "BINSTRING";
-        case 'S':
-            return "STRING";
-        case 'V':
-            return "UNICODE";
-        case 'I':
-            return "INT";
-        case 'L':
-            return "LONG";
-        case 'F':
-            return "FLOAT";
-        case 'g':
-            return "GET";
-        case 'p':
-            return "PUT";
-        case '0':
-            return "POP";
-        case '1':
-            return "POP_MARK";
-        case '2':
-            return "DUP";
-        case 'l':
-            return "LIST";
-        case 'd':
-            return "DICT";
-        case 0x90:
-            return "ADDITEMS";
-        case 0x91:
-            return "FROZENSET";
-        default:
-            return "unknown opcode";
+    for (const auto& [code, name] : opcode_names) {
+        if (code == op) {
+            return std::string(name);
+        }
     }
+    return "unknown opcode";
 }
 
 std::string_view kind_name(ValueKind kind) {
@@ -308,10 +213,22 @@ private:
     }
 
     Result<void> step();
+    // step()'s opcode groups.
+    Result<void> push_container();
+    Result<void> push_constant_or_string();
+    Result<void> push_number();
+    Result<void> use_memo();
+    Result<void> fill_container();
+    Result<void> refuse_opcode();
     Result<void> set_items(Value* dict, const std::vector<Value*>& items);
     Result<void> global();
     Result<void> refuse_named_global(std::string_view module, std::string_view name);
     Result<void> reduce();
+    // reduce()'s calls that need more than a line.
+    Error arity_error(const Value& callable, const std::vector<Value*>& a, std::string_view expected) const;
+    Result<void> push_device(const std::vector<Value*>& a);
+    Result<void> push_encoded_bytes(const std::vector<Value*>& a);
+    Result<void> push_parameter(const Value& callable, const std::vector<Value*>& a);
     Result<Value*> build_tensor(const Value& callable, const std::vector<Value*>& args);
     Result<void> persistent_load();
 
@@ -343,6 +260,52 @@ Result<void> Machine::step() {
             marks_.push_back(stack_.size());
             return {};
         case '}':
+        case ']':
+        case ')':
+        case 0x8f:
+        case 't':
+        case 0x85:
+        case 0x86:
+        case 0x87:
+            return push_container();
+        case 'N':
+        case 0x88:
+        case 0x89:
+        case 'X':
+        case 'U':
+            return push_constant_or_string();
+        case 'K':
+        case 'M':
+        case 'J':
+        case 0x8a:
+        case 'G':
+            return push_number();
+        case 'q':
+        case 'r':
+        case 'h':
+        case 'j':
+            return use_memo();
+        case 's':
+        case 'u':
+        case 'a':
+        case 'e':
+        case 'b':
+            return fill_container();
+        case 'c':
+            return global();
+        case 'R':
+            return reduce();
+        case 'Q':
+            return persistent_load();
+        default:
+            return refuse_opcode();
+    }
+}
+
+// EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, EMPTY_SET; TUPLE (to the mark), TUPLE1-3.
+Result<void> Machine::push_container() {
+    switch (op_) {
+        case '}':
             return push(make(ValueKind::dict));
         case ']':
             return push(make(ValueKind::list));
@@ -365,6 +328,14 @@ Result<void> Machine::step() {
             }
             return push_tuple(std::move(items));
         }
+        default:
+            return error("not a container opcode");
+    }
+}
+
+// NONE, NEWTRUE, NEWFALSE; BINUNICODE, SHORT_BINSTRING.
+Result<void> Machine::push_constant_or_string() {
+    switch (op_) {
         case 'N':
             return push(make(ValueKind::none));
         case 0x88:
@@ -373,6 +344,22 @@ Result<void> Machine::step() {
             value->boolean = op_ == 0x88;
             return push(value);
         }
+        case 'X':
+        case 'U': {
+            RL_TRY(length, take_le(op_ == 'X' ? 4 : 1));
+            RL_TRY(bytes, take(static_cast<std::size_t>(length)));
+            Value* value = make(ValueKind::string);
+            value->text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+            return push(value);
+        }
+        default:
+            return error("not a constant or string opcode");
+    }
+}
+
+// BININT1, BININT2, BININT, LONG1; BINFLOAT.
+Result<void> Machine::push_number() {
+    switch (op_) {
         case 'K': {
             RL_TRY(number, take_le(1));
             return push_int(static_cast<std::int64_t>(number));
@@ -407,14 +394,14 @@ Result<void> Machine::step() {
             value->floating = std::bit_cast<double>(bits);
             return push(value);
         }
-        case 'X':
-        case 'U': {
-            RL_TRY(length, take_le(op_ == 'X' ? 4 : 1));
-            RL_TRY(bytes, take(static_cast<std::size_t>(length)));
-            Value* value = make(ValueKind::string);
-            value->text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-            return push(value);
-        }
+        default:
+            return error("not a number opcode");
+    }
+}
+
+// BINPUT, LONG_BINPUT store the top in the memo; BINGET, LONG_BINGET push a stored value.
+Result<void> Machine::use_memo() {
+    switch (op_) {
         case 'q':
         case 'r': {
             RL_TRY(slot, take_le(op_ == 'q' ? 1 : 4));
@@ -431,6 +418,14 @@ Result<void> Machine::step() {
             }
             return push(found->second);
         }
+        default:
+            return error("not a memo opcode");
+    }
+}
+
+// SETITEM, SETITEMS, APPEND, APPENDS; BUILD (only an OrderedDict's metadata).
+Result<void> Machine::fill_container() {
+    switch (op_) {
         case 's': {
             RL_TRY(value, pop());
             RL_TRY(key, pop());
@@ -459,10 +454,6 @@ Result<void> Machine::step() {
             list->items.insert(list->items.end(), items.begin(), items.end());
             return {};
         }
-        case 'c':
-            return global();
-        case 'R':
-            return reduce();
         case 'b': {
             RL_TRY(state, pop());
             RL_TRY(target, top());
@@ -476,8 +467,14 @@ Result<void> Machine::step() {
             }
             return {};
         }
-        case 'Q':
-            return persistent_load();
+        default:
+            return error("not a container-filling opcode");
+    }
+}
+
+// The opcodes refused: what they would import or instantiate is named where it is known.
+Result<void> Machine::refuse_opcode() {
+    switch (op_) {
         case 'i': {
             // INST imports module.name and calls it: refuse, naming what it would import.
             RL_TRY(module, take_line());
@@ -612,15 +609,10 @@ Result<void> Machine::reduce() {
                      " instead of an argument tuple");
     }
     const auto& a = args->items;
-    const std::string& name = callable->text;
-    auto arity_error = [&](std::string_view expected) {
-        return error("'" + name + "' called with " + std::to_string(a.size()) + " arguments (expected " +
-                     std::string(expected) + ")");
-    };
     switch (callable->symbol.kind) {
         case GlobalKind::ordered_dict: {
             if (!a.empty()) {
-                return arity_error("0");
+                return arity_error(*callable, a, "0");
             }
             Value* dict = make(ValueKind::dict);
             dict->ordered = true;
@@ -634,58 +626,75 @@ Result<void> Machine::reduce() {
             tuple->items = a[0]->items;
             return push(tuple);
         }
-        case GlobalKind::device: {
-            if (a.empty() || a.size() > 2 || a[0]->kind != ValueKind::string ||
-                (a.size() == 2 && a[1]->kind != ValueKind::integer && a[1]->kind != ValueKind::none)) {
-                return error("'torch.device' expects (type[, index])");
-            }
-            Value* device = make(ValueKind::string);
-            device->text = a[0]->text;
-            if (a.size() == 2 && a[1]->kind == ValueKind::integer) {
-                device->text += ":" + std::to_string(a[1]->integer);
-            }
-            return push(device);
-        }
-        case GlobalKind::codecs_encode: {
-            if (a.size() != 2 || a[0]->kind != ValueKind::string || a[1]->kind != ValueKind::string) {
-                return error("'_codecs.encode' expects (str, encoding)");
-            }
-            if (a[1]->text != "latin1" && a[1]->text != "latin-1") {
-                return error("'_codecs.encode' with encoding '" + a[1]->text + "' (only latin1 encodes bytes)");
-            }
-            auto bytes = latin1_of_utf8(a[0]->text);
-            if (!bytes) {
-                return error("'_codecs.encode' of a string that is not latin-1");
-            }
-            Value* value = make(ValueKind::bytes);
-            value->text = std::move(*bytes);
-            return push(value);
-        }
+        case GlobalKind::device:
+            return push_device(a);
+        case GlobalKind::codecs_encode:
+            return push_encoded_bytes(a);
         case GlobalKind::rebuild_tensor_v2:
         case GlobalKind::rebuild_tensor_v3: {
             RL_TRY(tensor, build_tensor(*callable, a));
             return push(tensor);
         }
         case GlobalKind::rebuild_parameter:
-        case GlobalKind::rebuild_parameter_with_state: {
-            const bool with_state = callable->symbol.kind == GlobalKind::rebuild_parameter_with_state;
-            if (a.size() != (with_state ? 4u : 3u)) {
-                return arity_error(with_state ? "4" : "3");
-            }
-            if (a[0]->kind != ValueKind::tensor || a[1]->kind != ValueKind::boolean) {
-                return error("'" + name + "' expects (tensor, requires_grad, hooks...)");
-            }
-            Value* parameter = make(ValueKind::tensor);
-            parameter->tensor = a[0]->tensor;
-            parameter->tensor.requires_grad = a[1]->boolean;
-            parameter->tensor.is_parameter = true;
-            return push(parameter);
-        }
+        case GlobalKind::rebuild_parameter_with_state:
+            return push_parameter(*callable, a);
         case GlobalKind::storage_type:
         case GlobalKind::dtype:
             break;
     }
-    return error("'" + name + "' is not callable here");
+    return error("'" + callable->text + "' is not callable here");
+}
+
+Error Machine::arity_error(const Value& callable, const std::vector<Value*>& a, std::string_view expected) const {
+    return error("'" + callable.text + "' called with " + std::to_string(a.size()) + " arguments (expected " +
+                 std::string(expected) + ")");
+}
+
+// torch.device(type[, index]) as its text ("cuda:1").
+Result<void> Machine::push_device(const std::vector<Value*>& a) {
+    if (a.empty() || a.size() > 2 || a[0]->kind != ValueKind::string ||
+        (a.size() == 2 && a[1]->kind != ValueKind::integer && a[1]->kind != ValueKind::none)) {
+        return error("'torch.device' expects (type[, index])");
+    }
+    Value* device = make(ValueKind::string);
+    device->text = a[0]->text;
+    if (a.size() == 2 && a[1]->kind == ValueKind::integer) {
+        device->text += ":" + std::to_string(a[1]->integer);
+    }
+    return push(device);
+}
+
+// _codecs.encode(str, 'latin1'): how protocol 2 stores bytes.
+Result<void> Machine::push_encoded_bytes(const std::vector<Value*>& a) {
+    if (a.size() != 2 || a[0]->kind != ValueKind::string || a[1]->kind != ValueKind::string) {
+        return error("'_codecs.encode' expects (str, encoding)");
+    }
+    if (a[1]->text != "latin1" && a[1]->text != "latin-1") {
+        return error("'_codecs.encode' with encoding '" + a[1]->text + "' (only latin1 encodes bytes)");
+    }
+    auto bytes = latin1_of_utf8(a[0]->text);
+    if (!bytes) {
+        return error("'_codecs.encode' of a string that is not latin-1");
+    }
+    Value* value = make(ValueKind::bytes);
+    value->text = std::move(*bytes);
+    return push(value);
+}
+
+// torch._utils._rebuild_parameter(tensor, requires_grad, hooks[, state]): the tensor, marked.
+Result<void> Machine::push_parameter(const Value& callable, const std::vector<Value*>& a) {
+    const bool with_state = callable.symbol.kind == GlobalKind::rebuild_parameter_with_state;
+    if (a.size() != (with_state ? 4u : 3u)) {
+        return arity_error(callable, a, with_state ? "4" : "3");
+    }
+    if (a[0]->kind != ValueKind::tensor || a[1]->kind != ValueKind::boolean) {
+        return error("'" + callable.text + "' expects (tensor, requires_grad, hooks...)");
+    }
+    Value* parameter = make(ValueKind::tensor);
+    parameter->tensor = a[0]->tensor;
+    parameter->tensor.requires_grad = a[1]->boolean;
+    parameter->tensor.is_parameter = true;
+    return push(parameter);
 }
 
 Result<Value*> Machine::build_tensor(const Value& callable, const std::vector<Value*>& a) {

@@ -68,10 +68,7 @@ Task<Result<std::span<const std::byte>>> bytes_at(Source& source, HeldBytes& hel
     }
     std::vector<std::byte> bytes(static_cast<std::size_t>(length));
     std::span<std::byte> target(bytes);
-    auto read = co_await read_exactly_at(source, offset, target);
-    if (!read) {
-        co_return read.error();
-    }
+    RL_CO_TRY_VOID(co_await read_exactly_at(source, offset, target));
     co_return held.add(offset, std::move(bytes));
 }
 
@@ -168,112 +165,102 @@ Error legacy_error() {
                 "(torch.save defaults to zip since 1.6)");
 }
 
-Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, HeldBytes& held) {
+// Reads 1 and 2: the tail (end records, usually the central directory too) and, if the tail did
+// not hold it, the central directory; then the entries indexed by name and by position.
+Task<Result<Archive>> read_archive(Source& source, ReadIndexOptions options, HeldBytes& held) {
     const std::uint64_t size = source.size_bytes();
-
-    // Read 1: the tail, with the end records and usually the central directory.
     const std::uint64_t tail_bytes = std::min<std::uint64_t>(size, std::max<std::size_t>(options.tail_read_bytes, 128));
-    auto tail = co_await bytes_at(source, held, size - tail_bytes, tail_bytes);
-    if (!tail) {
-        co_return tail.error();
-    }
+    RL_CO_TRY(tail, co_await bytes_at(source, held, size - tail_bytes, tail_bytes));
     Archive archive;
     {
-        auto end = find_zip_end(*tail, size);
-        if (!end) {
-            co_return end.error();
-        }
-        archive.end = *end;
+        RL_CO_TRY(end, find_zip_end(tail, size));
+        archive.end = end;
     }
     if (archive.end.zip64_record_offset_bytes) {
-        auto record = co_await bytes_at(source, held, *archive.end.zip64_record_offset_bytes, zip64_end_record_bytes);
-        if (!record) {
-            co_return record.error();
-        }
-        auto end = apply_zip64_end_record(archive.end, *record);
-        if (!end) {
-            co_return end.error();
-        }
-        archive.end = *end;
+        RL_CO_TRY(record,
+                  co_await bytes_at(source, held, *archive.end.zip64_record_offset_bytes, zip64_end_record_bytes));
+        RL_CO_TRY(end, apply_zip64_end_record(archive.end, record));
+        archive.end = end;
     }
     if (archive.end.directory_length_bytes > directory_bytes_max) {
         co_return zip_error("central directory of " + str(archive.end.directory_length_bytes) + " bytes (limit " +
                             str(directory_bytes_max) + ")");
     }
+    RL_CO_TRY(directory,
+              co_await bytes_at(source, held, archive.end.directory_offset_bytes, archive.end.directory_length_bytes));
+    RL_CO_TRY(entries, parse_central_directory(directory, archive.end));
+    archive.entries = std::move(entries);
+    RL_CO_TRY_VOID(index_archive(archive));
+    co_return archive;
+}
 
-    // Read 2, if the tail did not hold it: the central directory.
-    auto directory =
-        co_await bytes_at(source, held, archive.end.directory_offset_bytes, archive.end.directory_length_bytes);
-    if (!directory) {
-        co_return directory.error();
-    }
-    {
-        auto entries = parse_central_directory(*directory, archive.end);
-        if (!entries) {
-            co_return entries.error();
-        }
-        archive.entries = std::move(*entries);
-        auto indexed = index_archive(archive);
-        if (!indexed) {
-            co_return indexed.error();
-        }
-    }
+// What the reads of data.pkl and the small records found.
+struct Records {
+    std::unordered_map<std::size_t, std::uint64_t> known_offsets; // entry index -> data offset (local header)
+    std::unordered_map<std::string_view, std::span<const std::byte>> small_data; // by record name
+    std::span<const std::byte> pickle;
+};
 
-    // Read 3, if not held: data.pkl and the small records torch writes right after it.
-    const ZipEntry& pickle_entry = *archive.find("data.pkl");
-    {
-        auto stored = check_stored(pickle_entry);
-        if (!stored) {
-            co_return stored.error();
-        }
-    }
-    const std::uint64_t region_start = pickle_entry.header_offset_bytes;
-    std::uint64_t region_end = archive.next_header[archive.index_of(&pickle_entry)];
-    std::vector<const ZipEntry*> in_region = {&pickle_entry};
+// data.pkl's header and the small records torch writes right after it, in file order: the
+// region [start, end) that one read covers.
+struct PickleRegion {
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+    std::vector<const ZipEntry*> entries;
+};
+
+PickleRegion pickle_region(const Archive& archive, const ZipEntry& pickle_entry) {
+    PickleRegion region{
+        pickle_entry.header_offset_bytes, archive.next_header[archive.index_of(&pickle_entry)], {&pickle_entry}};
     for (bool grew = true; grew;) {
         grew = false;
         for (const auto record : small_records) {
             const ZipEntry* entry = archive.find(record);
             // Only strictly forward: two records claiming one header offset must not loop here.
-            if (entry != nullptr && entry->header_offset_bytes == region_end &&
-                archive.next_header[archive.index_of(entry)] > region_end &&
+            if (entry != nullptr && entry->header_offset_bytes == region.end &&
+                archive.next_header[archive.index_of(entry)] > region.end &&
                 entry->length_bytes <= small_record_bytes_max) {
-                region_end = archive.next_header[archive.index_of(entry)];
-                in_region.push_back(entry);
+                region.end = archive.next_header[archive.index_of(entry)];
+                region.entries.push_back(entry);
                 grew = true;
             }
         }
     }
-    const PickleLimits pickle_limits;
+    return region;
+}
+
+// Read 3, if not held: data.pkl and the small records torch writes right after it.
+Task<Result<Records>> read_pickle_region(Source& source, HeldBytes& held, const Archive& archive,
+                                         const PickleLimits& pickle_limits) {
+    const ZipEntry& pickle_entry = *archive.find("data.pkl");
+    RL_CO_TRY_VOID(check_stored(pickle_entry));
+    const PickleRegion region = pickle_region(archive, pickle_entry);
     if (pickle_entry.length_bytes > pickle_limits.pickle_bytes_max ||
-        region_end - region_start > pickle_limits.pickle_bytes_max + (std::uint64_t{1} << 20)) {
+        region.end - region.start > pickle_limits.pickle_bytes_max + (std::uint64_t{1} << 20)) {
         co_return zip_error("data.pkl of " + str(pickle_entry.length_bytes) + " bytes (region of " +
-                            str(region_end - region_start) + ") is larger than the " +
+                            str(region.end - region.start) + ") is larger than the " +
                             str(pickle_limits.pickle_bytes_max) + "-byte limit");
     }
-    auto region = co_await bytes_at(source, held, region_start, region_end - region_start);
-    if (!region) {
-        co_return region.error();
-    }
-    std::unordered_map<std::size_t, std::uint64_t> known_offsets; // entry index -> data offset (local header)
-    std::unordered_map<std::string_view, std::span<const std::byte>> small_data;
-    std::span<const std::byte> pickle;
-    for (const ZipEntry* entry : in_region) {
-        auto record = record_in(*region, region_start, *entry);
-        if (!record) {
-            co_return record.error();
-        }
-        known_offsets[archive.index_of(entry)] = record->first;
+    RL_CO_TRY(bytes, co_await bytes_at(source, held, region.start, region.end - region.start));
+    Records records;
+    for (const ZipEntry* entry : region.entries) {
+        RL_CO_TRY(record, record_in(bytes, region.start, *entry));
+        records.known_offsets[archive.index_of(entry)] = record.first;
         if (entry == &pickle_entry) {
-            pickle = record->second;
+            records.pickle = record.second;
         } else {
-            small_data[std::string_view(entry->name).substr(archive.prefix.size() + 1)] = record->second;
+            records.small_data[std::string_view(entry->name).substr(archive.prefix.size() + 1)] = record.second;
         }
     }
-    // Small records elsewhere (not torch's order): one read each.
+    co_return records;
+}
+
+// Small records elsewhere (not torch's order): one read each.
+Task<Result<void>> read_scattered_small_records(Source& source, HeldBytes& held, const Archive& archive,
+                                                Records& records) {
     for (const auto record : small_records) {
         const ZipEntry* entry = archive.find(record);
-        if (entry == nullptr || small_data.contains(record)) {
+        if (entry == nullptr || records.small_data.contains(record)) {
             continue;
         }
         if (entry->length_bytes > small_record_bytes_max) {
@@ -284,93 +271,96 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
         const std::uint64_t next = std::min<std::uint64_t>(
             archive.next_header[archive.index_of(entry)],
             entry->header_offset_bytes + local_header_bytes + 2 * 0xFFFF + small_record_bytes_max);
-        auto span = co_await bytes_at(source, held, entry->header_offset_bytes, next - entry->header_offset_bytes);
-        if (!span) {
-            co_return span.error();
-        }
-        auto found = record_in(*span, entry->header_offset_bytes, *entry);
-        if (!found) {
-            co_return found.error();
-        }
-        known_offsets[archive.index_of(entry)] = found->first;
-        small_data[record] = found->second;
+        RL_CO_TRY(span, co_await bytes_at(source, held, entry->header_offset_bytes, next - entry->header_offset_bytes));
+        RL_CO_TRY(found, record_in(span, entry->header_offset_bytes, *entry));
+        records.known_offsets[archive.index_of(entry)] = found.first;
+        records.small_data[record] = found.second;
     }
+    co_return Result<void>{};
+}
 
-    Index index;
-    index.format = "torch";
-    index.source_size_bytes = size;
-    if (auto order = small_data.find("byteorder"); order != small_data.end()) {
+// byteorder (into the index) and .storage_alignment (returned), when present.
+Result<std::uint64_t> apply_small_records(const Records& records, Index& index) {
+    if (auto order = records.small_data.find("byteorder"); order != records.small_data.end()) {
         std::string_view text(reinterpret_cast<const char*>(order->second.data()), order->second.size());
         if (text == "big") {
             index.big_endian = true;
         } else if (text != "little") {
-            co_return zip_error("record 'byteorder' says '" + std::string(text.substr(0, 40)) +
-                                "' (only 'little' or 'big' are valid)");
+            return zip_error("record 'byteorder' says '" + std::string(text.substr(0, 40)) +
+                             "' (only 'little' or 'big' are valid)");
         }
     }
     std::uint64_t alignment = storage_alignment_default;
-    if (auto found = small_data.find(".storage_alignment"); found != small_data.end()) {
-        auto parsed = parse_decimal(found->second, ".storage_alignment");
-        if (!parsed) {
-            co_return parsed.error();
+    if (auto found = records.small_data.find(".storage_alignment"); found != records.small_data.end()) {
+        RL_TRY(parsed, parse_decimal(found->second, ".storage_alignment"));
+        if (parsed == 0 || parsed > storage_alignment_max) {
+            return zip_error("record '.storage_alignment' says " + str(parsed) + " (expected 1.." +
+                             str(storage_alignment_max) + ")");
         }
-        if (*parsed == 0 || *parsed > storage_alignment_max) {
-            co_return zip_error("record '.storage_alignment' says " + str(*parsed) + " (expected 1.." +
-                                str(storage_alignment_max) + ")");
-        }
-        alignment = *parsed;
+        alignment = parsed;
     }
+    return alignment;
+}
 
-    // §6.3: every record's data offset from the central directory, trusted only if the records are
-    // packed as torch packs them and every local header already held agrees.
-    auto computed = torch_layout_data_offsets(archive.entries, archive.end.directory_offset_bytes, alignment);
-    for (std::size_t i = 0; i < archive.entries.size(); ++i) {
-        const ZipEntry& entry = archive.entries[i];
-        if (known_offsets.contains(i)) {
-            continue;
-        }
-        if (auto header = held.find(entry.header_offset_bytes, local_header_bytes + entry.name.size())) {
-            auto offset = local_header_data_offset(*header, entry);
-            if (!offset) {
-                co_return offset.error();
-            }
-            known_offsets[i] = *offset;
-        }
-    }
-    for (const auto& [i, offset] : known_offsets) {
-        if (computed && (*computed)[i] != offset) {
-            computed.reset();
-        }
-    }
-    auto data_offset_of = [&](std::size_t i) -> std::optional<std::uint64_t> {
-        if (auto found = known_offsets.find(i); found != known_offsets.end()) {
+// Every record's data offset: the ones local headers stated, else the ones computed from the
+// central directory.
+struct DataOffsets {
+    std::unordered_map<std::size_t, std::uint64_t> known;
+    std::optional<std::vector<std::uint64_t>> computed;
+
+    std::optional<std::uint64_t> of(std::size_t i) const {
+        if (auto found = known.find(i); found != known.end()) {
             return found->second;
         }
         if (computed) {
             return (*computed)[i];
         }
         return std::nullopt;
-    };
+    }
+};
 
-    // The version record, when its bytes are already held (it is usually last, in the tail).
+// §6.3: every record's data offset from the central directory, trusted only if the records are
+// packed as torch packs them and every local header already held agrees.
+Result<DataOffsets> data_offsets(const Archive& archive, const HeldBytes& held, Records& records,
+                                 std::uint64_t alignment) {
+    DataOffsets offsets{std::move(records.known_offsets),
+                        torch_layout_data_offsets(archive.entries, archive.end.directory_offset_bytes, alignment)};
+    for (std::size_t i = 0; i < archive.entries.size(); ++i) {
+        const ZipEntry& entry = archive.entries[i];
+        if (offsets.known.contains(i)) {
+            continue;
+        }
+        if (auto header = held.find(entry.header_offset_bytes, local_header_bytes + entry.name.size())) {
+            RL_TRY(offset, local_header_data_offset(*header, entry));
+            offsets.known[i] = offset;
+        }
+    }
+    for (const auto& [i, offset] : offsets.known) {
+        if (offsets.computed && (*offsets.computed)[i] != offset) {
+            offsets.computed.reset();
+        }
+    }
+    return offsets;
+}
+
+// The version record, when its bytes are already held (it is usually last, in the tail).
+Result<void> check_held_version(const Archive& archive, const HeldBytes& held, const DataOffsets& offsets) {
     const ZipEntry* version = archive.find("version");
     if (version == nullptr) {
         version = archive.find(".data/version");
     }
-    if (auto offset = data_offset_of(archive.index_of(version)); offset && version->length_bytes <= 64) {
+    if (auto offset = offsets.of(archive.index_of(version)); offset && version->length_bytes <= 64) {
         if (auto bytes = held.find(*offset, version->length_bytes)) {
-            auto parsed = parse_decimal(*bytes, version->name);
-            if (!parsed) {
-                co_return parsed.error();
-            }
+            RL_TRY_VOID(parse_decimal(*bytes, version->name));
         }
     }
+    return {};
+}
 
-    // The pickle: a value tree, then tensors and storages.
-    auto tree = unpickle_weights_only(pickle, pickle_limits);
-    if (!tree) {
-        co_return tree.error();
-    }
+// The pickle: a value tree, then tensors and storages (their offsets still relative).
+Result<void> collect_from_pickle(const Archive& archive, std::span<const std::byte> pickle,
+                                 const PickleLimits& pickle_limits, Index& index) {
+    RL_TRY(tree, unpickle_weights_only(pickle, pickle_limits));
     const StorageRecordLength record_length = [&archive](const std::string& key) -> Result<std::uint64_t> {
         const ZipEntry* entry = archive.find("data/" + key);
         if (entry == nullptr) {
@@ -380,30 +370,23 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
         RL_TRY_VOID(check_stored(*entry));
         return entry->length_bytes;
     };
-    {
-        auto collected = collect_tensors(*tree->root, record_length, index);
-        if (!collected) {
-            co_return collected.error();
-        }
-    }
+    return collect_tensors(*tree.root, record_length, index);
+}
 
-    // Each storage's data offset: computed, or (a zip packed otherwise) from its local header.
+// Each storage's data offset: computed, or (a zip packed otherwise) from its local header; then
+// each tensor's offsets made absolute.
+Task<Result<void>> place_storages(Source& source, HeldBytes& held, const Archive& archive, DataOffsets& offsets,
+                                  Index& index) {
     for (auto& storage : index.storages) {
         const ZipEntry* entry = archive.find("data/" + storage.key);
         const std::size_t i = archive.index_of(entry);
-        std::optional<std::uint64_t> offset = data_offset_of(i);
+        std::optional<std::uint64_t> offset = offsets.of(i);
         if (!offset) {
-            auto header =
-                co_await bytes_at(source, held, entry->header_offset_bytes, local_header_bytes + entry->name.size());
-            if (!header) {
-                co_return header.error();
-            }
-            auto parsed = local_header_data_offset(*header, *entry);
-            if (!parsed) {
-                co_return parsed.error();
-            }
-            offset = *parsed;
-            known_offsets[i] = *parsed;
+            RL_CO_TRY(header, co_await bytes_at(source, held, entry->header_offset_bytes,
+                                                local_header_bytes + entry->name.size()));
+            RL_CO_TRY(parsed, local_header_data_offset(header, *entry));
+            offset = parsed;
+            offsets.known[i] = parsed;
         }
         const std::uint64_t limit = archive.next_header[i];
         if (*offset > limit || entry->length_bytes > limit - *offset) {
@@ -417,6 +400,23 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
         tensor.data_offset_bytes += base;
         tensor.record_offset_bytes += base;
     }
+    co_return Result<void>{};
+}
+
+Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, HeldBytes& held) {
+    RL_CO_TRY(archive, co_await read_archive(source, options, held));
+    const PickleLimits pickle_limits;
+    RL_CO_TRY(records, co_await read_pickle_region(source, held, archive, pickle_limits));
+    RL_CO_TRY_VOID(co_await read_scattered_small_records(source, held, archive, records));
+
+    Index index;
+    index.format = "torch";
+    index.source_size_bytes = source.size_bytes();
+    RL_CO_TRY(alignment, apply_small_records(records, index));
+    RL_CO_TRY(offsets, data_offsets(archive, held, records, alignment));
+    RL_CO_TRY_VOID(check_held_version(archive, held, offsets));
+    RL_CO_TRY_VOID(collect_from_pickle(archive, records.pickle, pickle_limits, index));
+    RL_CO_TRY_VOID(co_await place_storages(source, held, archive, offsets, index));
     co_return index;
 }
 

@@ -108,6 +108,56 @@ Result<ZipEnd> apply_zip64_end_record(ZipEnd end, std::span<const std::byte> rec
     return end;
 }
 
+namespace {
+
+// A central header's 16/32-bit fields that are saturated continue in its zip64 extra field;
+// reads them into `entry` and refuses a multi-disk archive.
+Result<void> apply_zip64_extra(ZipEntry& entry, std::span<const std::byte> extra, std::uint16_t disk,
+                               const std::string& where) {
+    // Saturated fields continue in the zip64 extra, in this order (only those saturated).
+    const bool want_length = entry.length_bytes == zip_max32;
+    const bool want_compressed = entry.compressed_length_bytes == zip_max32;
+    const bool want_offset = entry.header_offset_bytes == zip_max32;
+    const bool want_disk = disk == 0xFFFF;
+    bool found_zip64 = false;
+    std::size_t at = 0;
+    while (extra.size() - at >= 4) {
+        const std::uint16_t id = load_le16(extra, at);
+        const std::size_t length = load_le16(extra, at + 2);
+        if (extra.size() - at - 4 < length) {
+            return zip_error(where + " ('" + entry.name + "'): extra field runs past its end");
+        }
+        if (id == zip64_extra_id && !found_zip64) {
+            found_zip64 = true;
+            auto field = extra.subspan(at + 4, length);
+            std::size_t next = 0;
+            auto take = [&](std::uint64_t& value) -> bool {
+                if (field.size() - next < 8) {
+                    return false;
+                }
+                value = load_le64(field, next);
+                next += 8;
+                return true;
+            };
+            if ((want_length && !take(entry.length_bytes)) ||
+                (want_compressed && !take(entry.compressed_length_bytes)) ||
+                (want_offset && !take(entry.header_offset_bytes)) || (want_disk && field.size() - next < 4)) {
+                return zip_error(where + " ('" + entry.name + "'): zip64 extra field is too short");
+            }
+        }
+        at += 4 + length;
+    }
+    if (!found_zip64 && (want_length || want_compressed || want_offset)) {
+        return zip_error(where + " ('" + entry.name + "'): saturated size or offset without a zip64 extra field");
+    }
+    if (want_disk || disk != 0) {
+        return fail(errc::unsupported, "torch zip: multi-disk zip archives are not supported");
+    }
+    return {};
+}
+
+} // namespace
+
 Result<std::vector<ZipEntry>> parse_central_directory(std::span<const std::byte> directory, const ZipEnd& end) {
     if (end.entry_count == 0) {
         return zip_error("the zip archive has no records (torch.save writes at least data.pkl and version)");
@@ -141,46 +191,8 @@ Result<std::vector<ZipEntry>> parse_central_directory(std::span<const std::byte>
             return zip_error(where + " runs past the end of the central directory");
         }
         entry.name.assign(reinterpret_cast<const char*>(directory.data() + pos + central_header_bytes), name_bytes);
-        // Saturated fields continue in the zip64 extra, in this order (only those saturated).
-        const bool want_length = entry.length_bytes == zip_max32;
-        const bool want_compressed = entry.compressed_length_bytes == zip_max32;
-        const bool want_offset = entry.header_offset_bytes == zip_max32;
-        const bool want_disk = disk == 0xFFFF;
         auto extra = directory.subspan(pos + central_header_bytes + name_bytes, extra_bytes);
-        bool found_zip64 = false;
-        std::size_t at = 0;
-        while (extra.size() - at >= 4) {
-            const std::uint16_t id = load_le16(extra, at);
-            const std::size_t length = load_le16(extra, at + 2);
-            if (extra.size() - at - 4 < length) {
-                return zip_error(where + " ('" + entry.name + "'): extra field runs past its end");
-            }
-            if (id == zip64_extra_id && !found_zip64) {
-                found_zip64 = true;
-                auto field = extra.subspan(at + 4, length);
-                std::size_t next = 0;
-                auto take = [&](std::uint64_t& value) -> bool {
-                    if (field.size() - next < 8) {
-                        return false;
-                    }
-                    value = load_le64(field, next);
-                    next += 8;
-                    return true;
-                };
-                if ((want_length && !take(entry.length_bytes)) ||
-                    (want_compressed && !take(entry.compressed_length_bytes)) ||
-                    (want_offset && !take(entry.header_offset_bytes)) || (want_disk && field.size() - next < 4)) {
-                    return zip_error(where + " ('" + entry.name + "'): zip64 extra field is too short");
-                }
-            }
-            at += 4 + length;
-        }
-        if (!found_zip64 && (want_length || want_compressed || want_offset)) {
-            return zip_error(where + " ('" + entry.name + "'): saturated size or offset without a zip64 extra field");
-        }
-        if (want_disk || disk != 0) {
-            return fail(errc::unsupported, "torch zip: multi-disk zip archives are not supported");
-        }
+        RL_TRY_VOID(apply_zip64_extra(entry, extra, disk, where));
         if (entry.header_offset_bytes >= end.directory_offset_bytes ||
             end.directory_offset_bytes - entry.header_offset_bytes < local_header_bytes + name_bytes) {
             return zip_error("record '" + entry.name + "': local header at " + str(entry.header_offset_bytes) +

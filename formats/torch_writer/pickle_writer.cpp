@@ -266,63 +266,76 @@ private:
 
     Result<void> save_container(const Node& node, bool top) {
         if (node.has_indexes) {
-            // A list: its indexes must be exactly 0..n-1.
-            std::vector<const Node*> items(node.children.size(), nullptr);
-            for (const auto& [key, child] : node.children) {
-                const auto index = std::get<std::uint64_t>(key);
-                if (index >= items.size()) {
-                    return fail(errc::invalid_tensor_name, "list index " + std::to_string(index) + " in a list of " +
-                                                               std::to_string(items.size()) +
-                                                               " (indexes must be 0..n-1)");
-                }
-                items[index] = child.get();
-            }
-            op(']');
-            put();
-            // CPython's batch_list_exact: a one-element list is APPEND; otherwise every batch,
-            // a last one of one element too, is MARK ... APPENDS.
-            if (items.size() == 1) {
-                RL_TRY_VOID(save_value(*items[0]));
-                op('a');
-                return {};
-            }
-            for (std::size_t begin = 0; begin < items.size(); begin += batch_size) {
-                op('(');
-                for (std::size_t i = begin; i < std::min(items.size(), begin + batch_size); ++i) {
-                    RL_TRY_VOID(save_value(*items[i]));
-                }
-                op('e');
-            }
-            return {};
+            return save_list(node);
         }
-        const auto& children = node.children;
-        auto save_item = [&](std::size_t i) -> Result<void> {
-            save_key(children[i].first);
-            return save_value(*children[i].second);
-        };
         if (top) {
-            // An OrderedDict's items come from an iterator (CPython's batch_dict): batches of up
-            // to 1,000, MARK ... SETITEMS, a last batch of one item SETITEM.
-            empty_ordered_dict();
-            for (std::size_t begin = 0; begin < children.size(); begin += batch_size) {
-                const std::size_t end = std::min(children.size(), begin + batch_size);
-                if (end - begin > 1) {
-                    op('(');
-                }
-                for (std::size_t i = begin; i < end; ++i) {
-                    RL_TRY_VOID(save_item(i));
-                }
-                op(end - begin > 1 ? 'u' : 's');
+            return save_ordered_dict(node);
+        }
+        return save_dict(node);
+    }
+
+    Result<void> save_item(const Node& node, std::size_t i) {
+        save_key(node.children[i].first);
+        return save_value(*node.children[i].second);
+    }
+
+    // A list: its indexes must be exactly 0..n-1.
+    Result<void> save_list(const Node& node) {
+        std::vector<const Node*> items(node.children.size(), nullptr);
+        for (const auto& [key, child] : node.children) {
+            const auto index = std::get<std::uint64_t>(key);
+            if (index >= items.size()) {
+                return fail(errc::invalid_tensor_name, "list index " + std::to_string(index) + " in a list of " +
+                                                           std::to_string(items.size()) + " (indexes must be 0..n-1)");
             }
+            items[index] = child.get();
+        }
+        op(']');
+        put();
+        // CPython's batch_list_exact: a one-element list is APPEND; otherwise every batch,
+        // a last one of one element too, is MARK ... APPENDS.
+        if (items.size() == 1) {
+            RL_TRY_VOID(save_value(*items[0]));
+            op('a');
             return {};
         }
-        // A plain dict (CPython's batch_dict_exact): one item is SETITEM; otherwise batches of
-        // MARK ... SETITEMS, and after a full batch always one more (empty when the size is a
-        // multiple of 1,000).
+        for (std::size_t begin = 0; begin < items.size(); begin += batch_size) {
+            op('(');
+            for (std::size_t i = begin; i < std::min(items.size(), begin + batch_size); ++i) {
+                RL_TRY_VOID(save_value(*items[i]));
+            }
+            op('e');
+        }
+        return {};
+    }
+
+    // The top level: an OrderedDict, whose items come from an iterator (CPython's batch_dict):
+    // batches of up to 1,000, MARK ... SETITEMS, a last batch of one item SETITEM.
+    Result<void> save_ordered_dict(const Node& node) {
+        const std::size_t count = node.children.size();
+        empty_ordered_dict();
+        for (std::size_t begin = 0; begin < count; begin += batch_size) {
+            const std::size_t end = std::min(count, begin + batch_size);
+            if (end - begin > 1) {
+                op('(');
+            }
+            for (std::size_t i = begin; i < end; ++i) {
+                RL_TRY_VOID(save_item(node, i));
+            }
+            op(end - begin > 1 ? 'u' : 's');
+        }
+        return {};
+    }
+
+    // A plain dict (CPython's batch_dict_exact): one item is SETITEM; otherwise batches of
+    // MARK ... SETITEMS, and after a full batch always one more (empty when the size is a
+    // multiple of 1,000).
+    Result<void> save_dict(const Node& node) {
+        const std::size_t count = node.children.size();
         op('}');
         put();
-        if (children.size() == 1) {
-            RL_TRY_VOID(save_item(0));
+        if (count == 1) {
+            RL_TRY_VOID(save_item(node, 0));
             op('s');
             return {};
         }
@@ -331,8 +344,8 @@ private:
         do {
             op('(');
             in_batch = 0;
-            while (done < children.size() && in_batch < batch_size) {
-                RL_TRY_VOID(save_item(done));
+            while (done < count && in_batch < batch_size) {
+                RL_TRY_VOID(save_item(node, done));
                 ++done;
                 ++in_batch;
             }

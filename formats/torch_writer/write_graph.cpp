@@ -43,14 +43,12 @@ struct WriteGraph::PieceSource {
 WriteGraph::WriteGraph() = default;
 WriteGraph::~WriteGraph() = default;
 
-Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors, std::string target_name,
-                                                       DeviceLink* device) {
-    auto graph = std::make_unique<WriteGraph>();
-    graph->tensors_ = tensors;
-    graph->target_ = std::move(target_name);
-    graph->device_ = device;
-    const std::string& target = graph->target_;
+namespace {
 
+// Every tensor checked (its device's link, its size, the bytes given), as the pickle writer
+// takes it.
+Result<std::vector<PickledTensor>> pickled_tensors(std::span<const TensorToWrite> tensors, const DeviceLink* device,
+                                                   const std::string& target) {
     std::vector<PickledTensor> pickled;
     for (const auto& tensor : tensors) {
         const std::string which = target + ": tensor '" + path_text(tensor.path) + "'";
@@ -69,13 +67,30 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
         }
         pickled.push_back({tensor.path, tensor.dtype, tensor.shape, tensor.is_meta});
     }
+    return pickled;
+}
+
+} // namespace
+
+Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToWrite> tensors, std::string target_name,
+                                                       DeviceLink* device) {
+    auto graph = std::make_unique<WriteGraph>();
+    graph->tensors_ = tensors;
+    graph->target_ = std::move(target_name);
+    graph->device_ = device;
+    RL_TRY(pickled, pickled_tensors(tensors, device, graph->target_));
     auto pickle = pickle_state_dict(pickled);
     if (!pickle) {
-        return with_context(pickle.error(), target);
+        return with_context(pickle.error(), graph->target_);
     }
     graph->needs_newer_torch_ = pickle->needs_torch_2_1 || pickle->needs_newer_than_1_13;
+    const std::vector<ZipEntry> entries = graph->add_records(*pickle);
+    graph->lay_out(entries);
+    graph->plan_pieces();
+    return graph;
+}
 
-    // The records, their layout, and the data of the small ones.
+std::vector<ZipEntry> WriteGraph::add_records(StateDictPickle& pickle) {
     const std::string prefix = std::string(archive_prefix) + "/";
     std::vector<ZipEntry> entries;
     auto add_memory = [&](std::string name, std::vector<std::byte> bytes) {
@@ -83,61 +98,62 @@ Result<std::unique_ptr<WriteGraph>> WriteGraph::create(std::span<const TensorToW
         Record record;
         record.memory = std::move(bytes);
         record.display_name = std::move(name);
-        graph->records_.push_back(std::move(record));
+        records_.push_back(std::move(record));
     };
-    add_memory("data.pkl", std::move(pickle->bytes));
+    add_memory("data.pkl", std::move(pickle.bytes));
     add_memory(".format_version", ascii("1"));
     add_memory(".storage_alignment", ascii(std::to_string(zip_alignment_default)));
     add_memory("byteorder", ascii("little"));
-    for (std::size_t key = 0; key < pickle->storage_tensors.size(); ++key) {
-        const TensorToWrite& tensor = tensors[pickle->storage_tensors[key]];
+    for (std::size_t key = 0; key < pickle.storage_tensors.size(); ++key) {
+        const TensorToWrite& tensor = tensors_[pickle.storage_tensors[key]];
         entries.push_back({prefix + "data/" + std::to_string(key), tensor.bytes.size()});
         Record record;
         record.tensor = &tensor;
         record.display_name = path_text(tensor.path);
-        graph->records_.push_back(std::move(record));
-        graph->tensor_bytes_ += tensor.bytes.size();
+        records_.push_back(std::move(record));
+        tensor_bytes_ += tensor.bytes.size();
     }
     add_memory("version", ascii("3\n"));
-    graph->layout_ = lay_out_zip(entries);
-    ZipLayout& layout = graph->layout_;
+    return entries;
+}
 
+void WriteGraph::lay_out(const std::vector<ZipEntry>& entries) {
+    layout_ = lay_out_zip(entries);
     // CRCs of the small records now; a tensor's once its side job is through.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> kept;
-    for (std::size_t r = 0; r < graph->records_.size(); ++r) {
-        Record& record = graph->records_[r];
-        record.header = local_header_bytes(layout.records[r]);
+    for (std::size_t r = 0; r < records_.size(); ++r) {
+        Record& record = records_[r];
+        record.header = local_header_bytes(layout_.records[r]);
         if (record.tensor == nullptr) {
             record.crc.update(record.memory);
-            layout.records[r].crc32 = record.crc.value();
-        } else if (layout.records[r].descriptor_bytes() > 0) {
-            kept.emplace_back(layout.records[r].descriptor_offset(), layout.records[r].end_offset());
+            layout_.records[r].crc32 = record.crc.value();
+        } else if (layout_.records[r].descriptor_bytes() > 0) {
+            kept.emplace_back(layout_.records[r].descriptor_offset(), layout_.records[r].end_offset());
         }
     }
-    kept.emplace_back(layout.central_offset, layout.length_bytes);
-    graph->kept_.emplace(std::move(kept));
-    graph->central_ = central_bytes(layout);
+    kept.emplace_back(layout_.central_offset, layout_.length_bytes);
+    kept_.emplace(std::move(kept));
+    central_ = central_bytes(layout_);
+}
 
+void WriteGraph::plan_pieces() {
     using Kind = PieceSource::Kind;
-    WritePlan& plan = graph->plan_;
-    auto add_piece = [&](std::uint64_t at, std::uint64_t length, PieceSource source) {
-        plan.pieces.push_back({at, length, false, graph->sources_.size()});
-        graph->sources_.push_back(source);
+    auto add_piece = [this](std::uint64_t at, std::uint64_t length, PieceSource source) {
+        plan_.pieces.push_back({at, length, false, sources_.size()});
+        sources_.push_back(source);
     };
-    for (std::size_t r = 0; r < graph->records_.size(); ++r) {
-        const ZipRecord& zip = layout.records[r];
-        const bool is_tensor = graph->records_[r].tensor != nullptr;
+    for (std::size_t r = 0; r < records_.size(); ++r) {
+        const ZipRecord& zip = layout_.records[r];
+        const bool is_tensor = records_[r].tensor != nullptr;
         add_piece(zip.header_offset, zip.header_bytes(), {Kind::header, r});
         add_piece(zip.data_offset, zip.size_bytes, {is_tensor ? Kind::tensor : Kind::memory, r});
         add_piece(zip.descriptor_offset(), zip.descriptor_bytes(), {Kind::descriptor, r});
         if (is_tensor && zip.size_bytes > 0) {
-            WriteGraph* self = graph.get();
-            plan.side_jobs.push_back({zip.data_offset, [self, r] { return self->crc_step(r); }});
+            plan_.side_jobs.push_back({zip.data_offset, [this, r] { return crc_step(r); }});
         }
     }
-    add_piece(layout.central_offset, layout.length_bytes - layout.central_offset, {Kind::central, 0});
-    plan.length_bytes = layout.length_bytes;
-    return graph;
+    add_piece(layout_.central_offset, layout_.length_bytes - layout_.central_offset, {Kind::central, 0});
+    plan_.length_bytes = layout_.length_bytes;
 }
 
 Result<void> WriteGraph::fill_tensor(const Record& record, std::uint64_t from, std::span<std::byte> dst) const {

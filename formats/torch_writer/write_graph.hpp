@@ -15,16 +15,16 @@
 // Everything is laid out before the first byte is written. The CRC-32 of a tensor's bytes goes
 // in its data descriptor (right after the data) and in the central directory; it is computed
 // by a side job from the caller's memory, so those bytes are first written with a zero CRC and
-// their pages are written again once all CRCs are known (kept_pages.hpp).
+// their pages are written again once all CRCs are known (ringload/engine/kept_pages.hpp).
 //
 // Meta tensors are pickled without a storage (pickle_writer.hpp). Refused: names
 // pickle_writer.hpp refuses. Tensors of dtypes without a legacy storage class (float8_*,
 // uint16/32/64, complex32) are written for torch >= 2.1.
 #pragma once
 
-#include "formats/torch_writer/kept_pages.hpp"
 #include "formats/torch_writer/zip_writer_layout.hpp"
 #include "ringload/engine/device_link.hpp"
+#include "ringload/engine/kept_pages.hpp"
 #include "ringload/engine/write_feed.hpp"
 #include "ringload/engine/write_plan.hpp"
 #include "ringload/tensor_info.hpp"
@@ -36,6 +36,8 @@
 #include <vector>
 
 namespace ringload::torch_writer {
+
+struct StateDictPickle; // pickle_writer.hpp
 
 class WriteGraph final : public PieceProducer {
 public:
@@ -68,6 +70,12 @@ public:
     ~WriteGraph() override;
 
 private:
+    // The steps of create(): the records in file order (the pickle's bytes move into the
+    // first), the zip laid out with the small records' CRCs and the pages to keep, then the
+    // plan's pieces and one CRC job per tensor.
+    std::vector<ZipEntry> add_records(StateDictPickle& pickle);
+    void lay_out(const std::vector<ZipEntry>& entries);
+    void plan_pieces();
     Result<bool> crc_step(std::size_t record);
     Result<void> fill_tensor(const Record& record, std::uint64_t from, std::span<std::byte> dst) const;
 

@@ -195,6 +195,12 @@ with tempfile.TemporaryDirectory() as tmp:
     out = run("convert", large, target, "--encrypt-key-file", wrong, "--encrypt-passphrase-file", pass_file)
     check("convert two encryption secrets refused", out.returncode != 0 and "excludes" in out.stderr, out.stderr)
 
+# The URI argument's help names every source open_input reads, not only files.
+for command in ("info", "load"):
+    out = run(command, "--help")
+    check(f"{command} --help names the sources", out.returncode == 0 and
+          all(scheme in out.stdout for scheme in ("file://", "https://", "s3://", "redis://")), out.stdout)
+
 shutil.rmtree(SECRETS)
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

@@ -3,10 +3,10 @@
 // Runs plans through the real executor, ring and worker pool over a FakeSource with a seeded
 // fault plan, and checks that every planned byte reaches the handler exactly once and intact,
 // that failures stop the run with the source's error, and that cancellation ends it cleanly.
-#include "fake_source.hpp"
 
-#include "../support/test_support.hpp"
 #include "ringload/engine/executor.hpp"
+#include "../support/fake_source.hpp"
+#include "../support/test_support.hpp"
 
 #include <gtest/gtest.h>
 

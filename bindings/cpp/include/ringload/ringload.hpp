@@ -60,10 +60,10 @@ enum class Prefault {
     // In the background where workers copy ring slots into the tensors (files); not where a
     // network source receives straight into them: there the receive's own page faults zero
     // each page just before the copy writes it, while it is still in cache, and a thread
-    // zeroing ahead made the receive copy write cold memory (HTTP/1.1 on loopback: 2.2-2.3
-    // GB/s with it, 3.1-3.3 without; h2c 0.8-1.4 vs 1.4-2.0; docs/benchmarks.md). Except in a
-    // VM whose host backs fresh memory lazily (memory_backing.hpp): there a first touch also
-    // waits for the host, and on touch the receive thread waited for each (0.4-1.5 GB/s).
+    // zeroing ahead made the receive copy write cold memory (slower over HTTP/1.1 and h2c:
+    // docs/benchmarks.md, "HTTP/1.1 on loopback"). Except in a VM whose host backs fresh
+    // memory lazily (memory_backing.hpp): there a first touch also waits for the host, and on
+    // touch the receive thread waited for each.
     automatic,
     background, // always from a background thread running ahead of the copies
     on_touch,   // never ahead: each page when first written
@@ -71,7 +71,7 @@ enum class Prefault {
 
 struct LoadOptions {
     // Bytes per read (a multiple of 4096); 0: the source's choice, 4 MiB for files and 8 MiB
-    // for http (fewer, longer range requests: 1.5 vs 1.3 GB/s on loopback).
+    // for http (fewer, longer range requests were faster: docs/benchmarks.md).
     std::size_t slot_size_bytes = 0;
     std::uint32_t slot_count = 0;   // ring slots, i.e. reads in flight; 0: 128 MiB of slots
     std::size_t worker_threads = 0; // 0: one per available core

@@ -5,9 +5,10 @@
 // suspends until a sink releases one. The memory is one mapping, backed by huge pages and
 // pre-faulted once, so a 4 MiB O_DIRECT read is not split into 4 KiB pieces by the block layer.
 //
-//     BufferRing ring(loop, {.slot_count = 32, .slot_size_bytes = 4 << 20});
-//     ring.register_with_io_uring();          // optional: enables fixed-buffer reads
-//     SlotLease slot = co_await ring.acquire();   // returned when the lease dies
+//     RL_TRY(ring, BufferRing::create(loop, {.slot_count = 32, .slot_size_bytes = 4 << 20}));
+//     ring->register_with_io_uring();               // optional: enables fixed-buffer reads
+//     ...
+//     SlotLease slot = co_await ring->acquire();    // on the loop; returned when the lease dies
 //
 // Thread: acquire() and wait_all_released() run on the loop thread. A SlotLease may be
 // dropped on any thread: the slot is back at once, and a waiting acquire() is woken on the loop.

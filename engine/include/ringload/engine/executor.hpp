@@ -4,8 +4,8 @@
 // filled chunk to the handler on the worker pool, and stops at the first error or on cancel,
 // after every read in flight has finished and every slot is back.
 //
-//     RunStats stats;
-//     RL_CO_TRY(..., co_await run_plan(source, ring, pool, plan, handler, controls));
+//     auto running = run_plan(source, ring, pool, plan, handler, controls);   // in a coroutine
+//     RL_CO_TRY(stats, co_await std::move(running));   // stats.bytes_read, .chunks, .seconds
 #pragma once
 
 #include "ringload/engine/buffer_ring.hpp"

@@ -1,8 +1,10 @@
 // engine/include/ringload/engine/source.hpp
 //
-// Where bytes come from: a file (io/file), later an HTTP range server, S3 or Redis. The engine
-// only ever asks for "up to N bytes at offset X into this buffer", which maps onto a pread, an
-// io_uring read and an HTTP range GET alike.
+// Where bytes come from: a file (io/file_source.hpp), an HTTP/1.1 or HTTP/2 range server
+// (io/http_source.hpp, io/http2_source.hpp), S3 (io/s3_source.hpp), Redis (io/redis_source.hpp)
+// and the tests' in-memory fakes (tests/support/). The engine only ever asks for "up to N bytes
+// at offset X into this buffer", which maps onto a pread, an io_uring read and an HTTP range GET
+// alike.
 //
 // Contract:
 //   - read_some_at may complete short (a network body cut mid-way, EOF). The caller resumes

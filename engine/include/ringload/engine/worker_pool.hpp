@@ -1,7 +1,8 @@
 // engine/include/ringload/engine/worker_pool.hpp
 //
-// The threads that run CPU stages (copy out of slots, hash, later decrypt). One per core by
-// default: I/O needs no threads of its own, it completes on the loop.
+// The threads that run CPU stages: a load's handler work on each chunk (copy out of slots,
+// hash, decrypt, dtype conversion) and a write's window fills (copy in, hash, encrypt). One per
+// core by default: I/O needs no threads of its own, it completes on the loop.
 #pragma once
 
 #include <cstddef>

@@ -1,12 +1,13 @@
-// formats/torch_writer/kept_pages.hpp
+// engine/include/ringload/engine/kept_pages.hpp
 //
-// Pages of a file being written that must be finished after the data went out: the bytes
-// that depend on CRCs (data descriptors, the central directory) are written first with zero
-// CRCs, their pages are kept as the windows holding them are filled, and once the CRCs are
-// known the finished pages are written again whole (no read-modify-write of pages that went
-// to disk with O_DIRECT). The same scheme as the tensorizer writer's header pages.
+// Pages of a file being written that must be finished after the data went out: bytes that
+// depend on values known only at the end (hashes, MACs, CRCs) are written first with zeros
+// there, their pages are kept as the windows holding them are filled (a PieceProducer's
+// window_filled), and once the values are known the finished pages are written again whole
+// (no read-modify-write of pages that went to disk with O_DIRECT). The tensorizer writer keeps
+// its tensor headers' pages; the torch zip writer its data descriptors and central directory.
 //
-//  file:  [hdr|data 0 .......|d][hdr|data 1|d][central directory + end]
+//  file:  [hdr|data 0 .......|d][hdr|data 1|d][central directory + end]     (torch zip)
 //  kept:              [page  ]        [page ] [page][page]
 //
 // Thread: window_filled() from any worker at once; patch() and pages() after the run.
@@ -23,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace ringload::torch_writer {
+namespace ringload {
 
 constexpr std::uint64_t kept_page_bytes = 4096;
 
@@ -49,4 +50,4 @@ private:
     std::map<std::uint64_t, Page> pages_; // guarded by mutex_
 };
 
-} // namespace ringload::torch_writer
+} // namespace ringload

@@ -1,4 +1,4 @@
-// tests/engine/fake_source.hpp
+// tests/support/fake_source.hpp
 //
 // An in-memory Source with a seeded fault plan: reads complete short at random points, and
 // may fail at a chosen offset. The pattern byte at offset i is pattern_byte(i).
@@ -9,8 +9,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
 
 namespace ringload::testing {
 

@@ -1,11 +1,11 @@
-// formats/torch_writer/kept_pages.cpp
-#include "formats/torch_writer/kept_pages.hpp"
+// engine/src/kept_pages.cpp
+#include "ringload/engine/kept_pages.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-namespace ringload::torch_writer {
+namespace ringload {
 
 void KeptPages::window_filled(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
     const std::uint64_t window_end = offset_bytes + bytes.size();
@@ -54,4 +54,4 @@ std::vector<std::pair<std::uint64_t, std::span<const std::byte>>> KeptPages::pag
     return out;
 }
 
-} // namespace ringload::torch_writer
+} // namespace ringload

@@ -1,6 +1,7 @@
 // formats/torch/reader.cpp
 #include "formats/torch/reader.hpp"
 
+#include "formats/torch/format.hpp"
 #include "formats/torch/pickle_machine.hpp"
 #include "formats/torch/state_dict.hpp"
 #include "formats/torch/zip_directory.hpp"
@@ -297,7 +298,7 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
     }
 
     Index index;
-    index.format = "torch";
+    index.format = &format;
     index.source_size_bytes = size;
     if (auto order = small_data.find("byteorder"); order != small_data.end()) {
         std::string_view text(reinterpret_cast<const char*>(order->second.data()), order->second.size());

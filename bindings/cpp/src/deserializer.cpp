@@ -2,7 +2,7 @@
 #include "ringload/ringload.hpp"
 
 #include "deserializer_impl.hpp"
-#include "format_detect.hpp"
+#include "formats/registry.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
 #include "formats/tensorizer/reader.hpp"
@@ -78,7 +78,7 @@ std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
 Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
                                                    std::vector<tensorizer::TensorDestination> destinations,
                                                    DeviceLink* device, const std::string& name) {
-    if (index.format == "tensorizer") {
+    if (index.format->stores_hashes) { // the tensorizer graph: records of header + data, hashed
         RL_TRY(graph, tensorizer::LoadGraph::create(index, std::move(destinations),
                                                     {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
         FormatGraph made{nullptr, &graph->plan(), graph.get()};
@@ -86,7 +86,8 @@ Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
         return made;
     }
     if (options.verify_hashes) {
-        return fail(errc::unsupported, name + ": " + index.format + " files store no checksums to verify");
+        return fail(errc::unsupported,
+                    name + ": " + std::string(index.format_name()) + " files store no checksums to verify");
     }
     std::vector<CopySpan> spans;
     spans.reserve(destinations.size());
@@ -259,7 +260,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
 
 Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                                 int ordinal) {
-    const bool views = index.format == "torch"; // tensors are views of shared storages
+    const bool views = index.format->tensors_view_storages;
     if (ordinal == gpu::cpu_ordinal) {
         return views ? load_storages_to_host(options, layout, pool) : load_to_host(options, layout, pool);
     }
@@ -290,11 +291,12 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
         RL_TRY(source, open_file_source(impl->loop, path, {file_read_mode(options.read_mode)}));
         impl->source = std::move(source);
     }
-    RL_TRY(index, run_on_loop(impl->loop, read_any_index(*impl->source)));
+    RL_TRY(index, run_on_loop(impl->loop, formats::read_any_index(*impl->source)));
     impl->index = std::move(index);
-    if (options.decryption && impl->index.format != "tensorizer") {
+    if (options.decryption && !impl->index.format->may_be_encrypted) {
         return fail(errc::not_encrypted_key_given, impl->uri + ": a key or passphrase was given but " +
-                                                       impl->index.format + " files are never encrypted");
+                                                       std::string(impl->index.format_name()) +
+                                                       " files are never encrypted");
     }
     if (options.decryption) {
         const SecretMaterial& secret = options.decryption->secret();

@@ -12,10 +12,11 @@
 namespace ringload::formats {
 namespace {
 
-// Detection order. safetensors before torch: a header length of 0x0280 begins 80 02, as a
-// protocol-2 pickle (a legacy torch file) does; a legacy file's byte 8 (inside its magic
+// Detection order, one line per format. tensorizer first: it also takes targets with no known
+// extension (for_target). safetensors before torch: a header length of 0x0280 begins 80 02, as
+// a protocol-2 pickle (a legacy torch file) does; a legacy file's byte 8 (inside its magic
 // number) is never '{'.
-constexpr std::array<const Format*, 3> formats{
+constexpr std::array<const Format*, 3> detection_order{
     &tensorizer::format,
     &safetensors::format,
     &torch_zip::format,
@@ -24,7 +25,7 @@ constexpr std::array<const Format*, 3> formats{
 // "a, b or c" of one text member of the formats that have `property` (all: null).
 std::string joined(std::string_view Format::*member, bool Format::*property = nullptr) {
     std::vector<std::string_view> parts;
-    for (const Format* format : formats) {
+    for (const Format* format : detection_order) {
         if (property == nullptr || format->*property) {
             parts.push_back(format->*member);
         }
@@ -40,23 +41,24 @@ std::string joined(std::string_view Format::*member, bool Format::*property = nu
 } // namespace
 
 std::span<const Format* const> registered() noexcept {
-    return formats;
+    return detection_order;
 }
 
 const Format* named(std::string_view name) noexcept {
-    auto found = std::find_if(formats.begin(), formats.end(), [&](const Format* f) { return f->name == name; });
-    return found != formats.end() ? *found : nullptr;
+    auto found =
+        std::find_if(detection_order.begin(), detection_order.end(), [&](const Format* f) { return f->name == name; });
+    return found != detection_order.end() ? *found : nullptr;
 }
 
 const Format& for_target(std::string_view target) noexcept {
-    for (const Format* format : formats) {
+    for (const Format* format : detection_order) {
         for (std::string_view extension : format->extensions) {
             if (target.ends_with(extension)) {
                 return *format;
             }
         }
     }
-    return *formats.front();
+    return *detection_order.front();
 }
 
 std::string names_text(bool Format::*property) {
@@ -64,7 +66,7 @@ std::string names_text(bool Format::*property) {
 }
 
 Detected detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
-    for (const Format* format : formats) {
+    for (const Format* format : detection_order) {
         Detection detection = format->hooks->detect(head, size_bytes);
         if (detection.verdict != Detection::Verdict::no) {
             return {format, std::move(detection)};

@@ -293,6 +293,7 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     }
     RL_TRY(index, run_on_loop(impl->loop, formats::read_any_index(*impl->source)));
     impl->index = std::move(index);
+    RL_ASSERT(impl->index.format != nullptr, "a format's reader left Index::format unset");
     if (options.decryption && !impl->index.format->may_be_encrypted) {
         return fail(errc::not_encrypted_key_given, impl->uri + ": a key or passphrase was given but " +
                                                        std::string(impl->index.format_name()) +

@@ -11,10 +11,12 @@ install(FILES
     bindings/cpp/include/ringload/convert.hpp
     bindings/cpp/include/ringload/crypto_params.hpp
     bindings/cpp/include/ringload/device.hpp
+    bindings/cpp/include/ringload/formats.hpp
     bindings/cpp/include/ringload/ringload.hpp
     bindings/cpp/include/ringload/serializer.hpp
     engine/include/ringload/dtype.hpp
     engine/include/ringload/error.hpp
+    engine/include/ringload/format.hpp
     engine/include/ringload/progress.hpp
     engine/include/ringload/tensor_info.hpp
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload)

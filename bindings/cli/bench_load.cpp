@@ -24,6 +24,8 @@
 #include "bench_report.hpp"
 #include "warm_memory.hpp"
 
+#include "ringload/formats.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -32,6 +34,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace ringload::cli {
@@ -64,8 +67,10 @@ constexpr std::array systems{
 
 constexpr int unavailable_status = 77; // bench/peers/peer_run.py
 
-const char* extension(std::string_view format) {
-    return format == "safetensors" ? ".safetensors" : format == "torch" ? ".pt" : ".tensors";
+// What a converted copy's name ends with: the format's first extension (".tensors").
+std::string extension(std::string_view format) {
+    const Format* described = format_named(format);
+    return described != nullptr ? std::string(described->extensions.front()) : std::string();
 }
 
 bool newer_or_same(const std::string& path, const std::string& than) {

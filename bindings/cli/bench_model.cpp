@@ -113,16 +113,12 @@ int run_model(const BenchModelArgs& args) {
         tensor.bytes = std::span(source).first(bench::element_count(spec) * item_bytes);
         tensors.push_back(std::move(tensor));
     }
-    Result<WriteSummary> written = fail(errc::invalid_argument, "--to " + args.format +
-                                                                    ": must be tensorizer, "
-                                                                    "safetensors or torch");
-    if (args.format == "tensorizer") {
-        written = write_tensorizer(args.out, tensors);
-    } else if (args.format == "safetensors") {
-        written = write_safetensors(args.out, tensors);
-    } else if (args.format == "torch") {
-        written = write_torch(args.out, tensors);
+    const Format* format = format_named(args.format);
+    if (format == nullptr) {
+        return report_error(
+            fail(errc::invalid_argument, "--to " + args.format + ": must be " + format_names_text()).message());
     }
+    auto written = write_format(*format, args.out, tensors);
     if (!written) {
         return report_error(written.error().message());
     }

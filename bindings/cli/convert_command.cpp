@@ -19,6 +19,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace ringload::cli {
 namespace {
@@ -33,6 +35,15 @@ struct ConvertArgs {
     NetworkArgs network; // for an http(s) input
     std::uint64_t memory_budget_bytes = 1ULL << 30;
 };
+
+// The names --to accepts: every registered format's.
+std::vector<std::string> format_names() {
+    std::vector<std::string> names;
+    for (const Format* format : registered_formats()) {
+        names.emplace_back(format->name);
+    }
+    return names;
+}
 
 double gigabytes_per_second(std::uint64_t bytes, double seconds) {
     return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
@@ -63,11 +74,13 @@ int run_convert(const ConvertArgs& args) {
         return report_error(converted.error().message());
     }
     const WriteSummary& written = converted->written;
-    const std::string version =
-        converted->format == "tensorizer" ? ", data version " + std::to_string(written.data_version) : std::string();
+    const Format* written_format = format_named(converted->format);
+    const std::string version = written_format != nullptr && written_format->has_data_version
+                                    ? ", data version " + std::to_string(written.data_version)
+                                    : std::string();
     std::printf("read %s: %s, %zu tensors, %llu bytes in %zu batches (%s), at most %.1f MiB of tensors held\n",
-                uri_for_messages(args.input).c_str(), opened->index().format.c_str(), converted->tensors,
-                static_cast<unsigned long long>(converted->bytes_read), converted->batches,
+                uri_for_messages(args.input).c_str(), std::string(opened->index().format_name()).c_str(),
+                converted->tensors, static_cast<unsigned long long>(converted->bytes_read), converted->batches,
                 converted->read_how.empty() ? "nothing to read" : converted->read_how.c_str(),
                 static_cast<double>(converted->peak_held_bytes) / (1 << 20));
     std::printf("wrote %s: %s%s%s, %llu bytes in %.3f s (%.2f GB/s, %s)\n", uri_for_messages(args.output).c_str(),
@@ -87,7 +100,7 @@ Run add_convert_command(CLI::App& app) {
     command->add_option("input", args->input, "File or URL to read (any of the three formats)")->required();
     command->add_option("output", args->output, "File to write (replaced only when complete)")->required();
     command->add_option("--to", args->to, "Output format (default: from OUT's extension, else tensorizer)")
-        ->check(CLI::IsMember({"tensorizer", "safetensors", "torch"}));
+        ->check(CLI::IsMember(format_names()));
     command->add_option("--verify", args->verify, "Check the input's stored hashes (true/false, default true)");
     add_key_file_options(*command, args->decrypt, "decrypt-", "to decrypt the input with");
     add_key_file_options(*command, args->encrypt, "encrypt-", "to encrypt the output with");

@@ -29,23 +29,6 @@ std::string shape_text(const TensorInfo& tensor) {
     return text + "]";
 }
 
-std::string flags_text(const Index& index) {
-    return index.encrypted ? "encrypted" : "none";
-}
-
-// The first line: what kind of file, and what its format records about itself.
-std::string format_line(const Index& index) {
-    if (index.format == "tensorizer") {
-        return "format: tensorizer, data version " + std::to_string(index.data_version) +
-               ", feature flags: " + flags_text(index);
-    }
-    if (index.format == "torch") {
-        return "format: torch zip, " + std::to_string(index.storages.size()) + " storages, " +
-               (index.big_endian ? "big" : "little") + "-endian";
-    }
-    return "format: " + index.format + ", " + std::to_string(index.metadata.size()) + " metadata entries";
-}
-
 // Where a torch view lies in its storage: "storage 3 +16 stride [1, 4]" (empty for others).
 std::string view_text(const Index& index, const TensorInfo& tensor) {
     if (!tensor.storage_index) {
@@ -62,42 +45,23 @@ std::string view_text(const Index& index, const TensorInfo& tensor) {
     return text + "]";
 }
 
-nlohmann::json storages_json(const Index& index) {
-    nlohmann::json storages = nlohmann::json::array();
-    for (const auto& storage : index.storages) {
-        storages.push_back({{"key", storage.key},
-                            {"dtype", std::string(torch_name(storage.dtype))},
-                            {"data_offset", storage.data_offset_bytes},
-                            {"bytes", storage.byte_length}});
-    }
-    return storages;
-}
-
 int run_info(const InfoArgs& args) {
     auto opened = open_input(args.uri, args.keys, args.network);
     if (!opened) {
         return report_error(opened.error().message());
     }
     const Index& index = opened->index();
+    // What the format records about itself (tensorizer: data version and flags; safetensors:
+    // __metadata__; torch: storages and byte order): the first line, and --json's extras.
+    const FormatDescription about = describe_format(index);
     if (args.json) {
-        nlohmann::json out;
-        out["format"] = index.format;
+        nlohmann::json out = nlohmann::json::parse(about.json);
+        out["format"] = std::string(index.format_name());
         out["data_version"] = index.data_version;
         out["feature_flags"] = index.feature_flags;
         out["encrypted"] = index.encrypted;
         out["file_bytes"] = index.source_size_bytes;
         out["tensor_bytes"] = index.total_tensor_bytes();
-        if (index.format == "safetensors") {
-            nlohmann::json metadata = nlohmann::json::object();
-            for (const auto& [key, value] : index.metadata) {
-                metadata[key] = value;
-            }
-            out["metadata"] = std::move(metadata);
-        }
-        if (index.format == "torch") {
-            out["big_endian"] = index.big_endian;
-            out["storages"] = storages_json(index);
-        }
         out["tensors"] = nlohmann::json::array();
         for (const auto& tensor : index.tensors) {
             nlohmann::json row;
@@ -121,7 +85,7 @@ int run_info(const InfoArgs& args) {
         std::cout << dump_json(out) << "\n";
         return 0;
     }
-    std::printf("%s\n", format_line(index).c_str());
+    std::printf("format: %s\n", about.text.c_str());
     for (const auto& [key, value] : index.metadata) {
         std::printf("  metadata %s = %s\n", key.c_str(), value.c_str());
     }

@@ -63,7 +63,7 @@ Result<ReadMode> parse_read_mode(const std::string& text) {
 void print_json(const LoadedModel& model, const Index& index, bool with_sha256, double open_seconds,
                 double first_tensor_seconds) {
     nlohmann::json out;
-    out["format"] = index.format;
+    out["format"] = std::string(index.format_name());
     out["bytes"] = model.bytes;
     out["seconds"] = model.seconds;
     // Opening: the index read, the ring allocated, pre-faulted and registered. Not in "seconds"

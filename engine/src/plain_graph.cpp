@@ -49,4 +49,21 @@ Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spa
     return StageGraph::create(std::move(records), {std::move(source_name), plain_merge_gap_bytes, device});
 }
 
+Result<std::unique_ptr<StageGraph>> build_plain_tensor_graph(const Index& index,
+                                                             std::vector<TensorDestination> destinations,
+                                                             DeviceLink* device, std::string source_name) {
+    std::vector<PlainSpan> spans;
+    spans.reserve(destinations.size());
+    for (const auto& destination : destinations) {
+        const TensorInfo& tensor = index.tensors[destination.tensor_index];
+        std::optional<DType> convert_to;
+        if (destination.dtype && *destination.dtype != tensor.dtype) {
+            convert_to = destination.dtype;
+        }
+        spans.push_back({tensor.data_offset_bytes, tensor.data_length_bytes, destination.data,
+                         "tensor '" + tensor.display_name() + "'", tensor.dtype, false, convert_to});
+    }
+    return build_plain_graph(std::move(spans), device, std::move(source_name));
+}
+
 } // namespace ringload

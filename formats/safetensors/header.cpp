@@ -2,6 +2,7 @@
 #include "formats/safetensors/header.hpp"
 
 #include "formats/safetensors/dtype_names.hpp"
+#include "formats/safetensors/format.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -168,7 +169,7 @@ Result<Index> parse_header(std::span<const std::byte> header, std::uint64_t file
     }
     const std::uint64_t data_start = length_field_bytes + header.size();
     Index index;
-    index.format = "safetensors";
+    index.format = &format;
     index.source_size_bytes = file_size;
     for (const auto& [name, entry] : json.items()) {
         if (name == "__metadata__") {

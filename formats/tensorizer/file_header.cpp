@@ -2,6 +2,7 @@
 #include "formats/tensorizer/file_header.hpp"
 
 #include "formats/tensorizer/dtype_string.hpp"
+#include "formats/tensorizer/format.hpp"
 #include "formats/tensorizer/tensor_name.hpp"
 #include "ringload/engine/byte_reader.hpp"
 
@@ -132,7 +133,7 @@ Result<FileHeader> parse_file_header(std::span<const std::byte> bytes, std::uint
 Result<Index> parse_index(const FileHeader& header, std::span<const std::byte> index_bytes,
                           std::uint64_t file_size_bytes) {
     Index index;
-    index.format = "tensorizer";
+    index.format = &format;
     index.data_version = header.data_version;
     index.feature_flags = header.feature_flags;
     index.encrypted = header.has_crypt_info();

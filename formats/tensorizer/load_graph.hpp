@@ -18,6 +18,7 @@
 //     graph.headers->module_index_of(index.tensors[0]);
 #pragma once
 
+#include "formats/format_hooks.hpp"
 #include "ringload/engine/device_link.hpp"
 #include "ringload/engine/stage_graph.hpp"
 #include "ringload/engine/tensor_destination.hpp"
@@ -49,10 +50,10 @@ Result<LoadGraph> build_load_graph(const Index& index, std::vector<TensorDestina
                                    LoadGraphOptions options, std::string source_name);
 
 // The header hooks' state, one entry per wanted tensor.
-class TensorHeaders {
+class TensorHeaders final : public RecordHeaders {
 public:
     // After a successful run: the module_idx the tensor's header holds (the index has none).
-    std::uint16_t module_index_of(const TensorInfo& tensor) const;
+    std::uint16_t module_index_of(const TensorInfo& tensor) const override;
 
     // For build_load_graph: a record per wanted tensor, in file order, and its header hook.
     struct Record;

@@ -1,6 +1,7 @@
 // formats/torch/reader.cpp
 #include "formats/torch/reader.hpp"
 
+#include "formats/torch/format.hpp"
 #include "formats/torch/pickle_machine.hpp"
 #include "formats/torch/state_dict.hpp"
 #include "formats/torch/zip_directory.hpp"
@@ -410,7 +411,7 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
     RL_CO_TRY_VOID(co_await read_scattered_small_records(source, held, archive, records));
 
     Index index;
-    index.format = "torch";
+    index.format = &format;
     index.source_size_bytes = source.size_bytes();
     RL_CO_TRY(alignment, apply_small_records(records, index));
     RL_CO_TRY(offsets, data_offsets(archive, held, records, alignment));

@@ -36,7 +36,7 @@ TEST(SafetensorsHeader, ReadsTensorsInDataOrderAndMetadataInFileOrder) {
                                R"("e":{"dtype":"I64","shape":[0],"data_offsets":[20,20]}})";
     auto index = parse(header, 20);
     ASSERT_TRUE(index) << index.error().message();
-    EXPECT_EQ(index->format, "safetensors");
+    EXPECT_EQ(index->format_name(), "safetensors");
     ASSERT_EQ(index->tensors.size(), 3u);
     EXPECT_EQ(index->tensors[0].name, "a");
     EXPECT_EQ(index->tensors[1].name, "z");

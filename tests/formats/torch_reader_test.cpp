@@ -124,7 +124,7 @@ void check_loadable(const std::string& file, ReadIndexOptions options) {
     std::cout << "[ reads    ] " << file << " tail " << options.tail_read_bytes << ": " << source.reads << " reads, "
               << source.bytes_read << " bytes\n";
 
-    EXPECT_EQ(index->format, "torch");
+    EXPECT_EQ(index->format_name(), "torch");
     EXPECT_EQ(index->source_size_bytes, source.size_bytes());
     EXPECT_EQ(index->big_endian, manifest["format"]["byteorder"] == "big");
 

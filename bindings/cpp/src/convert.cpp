@@ -1,6 +1,7 @@
 // bindings/cpp/src/convert.cpp
 #include "ringload/convert.hpp"
 
+#include "formats/registry.hpp"
 #include "ringload/ringload.hpp"
 #include "streamed_tensors.hpp"
 
@@ -9,44 +10,25 @@
 namespace ringload {
 
 std::string target_format_of(std::string_view target_uri) {
-    if (target_uri.ends_with(".safetensors")) {
-        return "safetensors";
-    }
-    if (target_uri.ends_with(".pt") || target_uri.ends_with(".pth") || target_uri.ends_with(".bin")) {
-        return "torch";
-    }
-    return "tensorizer";
+    return std::string(formats::for_target(target_uri).name);
 }
 
 namespace {
 
-// The settings every writer's options share.
-template <class WriteOptionsOf>
-WriteOptionsOf write_options(const ConvertOptions& options, StreamedTensors& feed) {
-    WriteOptionsOf write;
+Result<WriteSummary> write_streamed(const Format& format, std::string_view target, const Index& index,
+                                    StreamedTensors& feed, const ConvertOptions& options) {
+    WriteOptions write;
     write.slot_count = options.write_slot_count;
     write.slot_size_bytes = options.write_slot_size_bytes;
     write.worker_threads = options.worker_threads;
     write.progress = options.progress;
     write.cancel = options.cancel;
     write.feed = &feed;
-    return write;
-}
-
-Result<WriteSummary> write_streamed(const std::string& format, std::string_view target, const Index& index,
-                                    StreamedTensors& feed, const ConvertOptions& options) {
-    if (format == "safetensors") {
-        auto write = write_options<SafetensorsWriteOptions>(options, feed);
-        write.metadata = index.metadata; // a safetensors source's __metadata__ goes along
-        return write_safetensors(target, feed.tensors(), write);
-    }
-    auto write = write_options<WriteOptions>(options, feed);
     write.encryption = options.encryption;
     write.network = options.network;
-    if (format == "torch") {
-        return write_torch(target, feed.tensors(), write);
-    }
-    return write_tensorizer(target, feed.tensors(), write);
+    SafetensorsWriteOptions layout;
+    layout.metadata = index.metadata; // a safetensors source's __metadata__ goes along (to safetensors)
+    return write_format(format, target, feed.tensors(), write, layout);
 }
 
 } // namespace
@@ -54,29 +36,30 @@ Result<WriteSummary> write_streamed(const std::string& format, std::string_view 
 Result<ConvertSummary> convert(Deserializer& source, std::string_view target_uri, const ConvertOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     const std::string target(target_uri);
-    const std::string format = options.format.empty() ? target_format_of(target_uri) : options.format;
-    if (format != "tensorizer" && format != "safetensors" && format != "torch") {
+    const Format* format = options.format.empty() ? &formats::for_target(target_uri) : formats::named(options.format);
+    if (format == nullptr) {
         return fail(errc::invalid_argument,
-                    target + ": unknown format '" + format + "' (tensorizer, safetensors or torch)");
+                    target + ": unknown format '" + options.format + "' (" + formats::names_text() + ")");
     }
-    if (options.encryption && format != "tensorizer") {
-        return fail(errc::invalid_argument,
-                    target + ": only tensorizer files can be encrypted (" + format + " has no encryption)");
+    if (options.encryption && !format->may_be_encrypted) {
+        return fail(errc::invalid_argument, target + ": only " + formats::names_text(&Format::may_be_encrypted) +
+                                                " files can be encrypted (" + std::string(format->name) +
+                                                " has no encryption)");
     }
     if (options.memory_budget_bytes == 0) {
         return fail(errc::invalid_argument, target + ": a memory budget of 0 bytes");
     }
     LoadOptions load;
-    load.verify_hashes = options.verify_hashes && source.index().format == "tensorizer"; // others store none
+    load.verify_hashes = options.verify_hashes && source.index().format->stores_hashes;
     load.slot_size_bytes = options.read_slot_size_bytes;
     load.slot_count = options.read_slot_count;
     load.worker_threads = options.worker_threads;
     RL_TRY(feed, StreamedTensors::create(source, load, options.memory_budget_bytes));
-    RL_TRY(written, write_streamed(format, target, source.index(), *feed, options));
+    RL_TRY(written, write_streamed(*format, target, source.index(), *feed, options));
     const StreamStats stats = feed->stats();
 
     ConvertSummary summary;
-    summary.format = format;
+    summary.format = std::string(format->name);
     summary.tensors = feed->tensors().size();
     summary.bytes_read = stats.bytes_read;
     summary.peak_held_bytes = stats.peak_held_bytes;

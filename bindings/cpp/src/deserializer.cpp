@@ -2,7 +2,7 @@
 #include "ringload/ringload.hpp"
 
 #include "deserializer_impl.hpp"
-#include "format_detect.hpp"
+#include "formats/registry.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
 #include "formats/tensorizer/load_graph.hpp"
 #include "formats/tensorizer/reader.hpp"
@@ -77,30 +77,14 @@ std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model) {
 Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
                                                    std::vector<TensorDestination> destinations, DeviceLink* device,
                                                    const std::string& name) {
-    if (index.format == "tensorizer") {
-        RL_TRY(graph, tensorizer::build_load_graph(index, std::move(destinations),
-                                                   {options.verify_hashes, keys ? &*keys : nullptr, device}, name));
-        FormatGraph made{nullptr, &graph.stages->plan(), std::move(graph.headers)};
-        made.handler = std::move(graph.stages);
-        return made;
+    if (options.verify_hashes && !index.format->stores_hashes) {
+        return fail(errc::unsupported,
+                    name + ": " + std::string(index.format_name()) + " files store no checksums to verify");
     }
-    if (options.verify_hashes) {
-        return fail(errc::unsupported, name + ": " + index.format + " files store no checksums to verify");
-    }
-    std::vector<PlainSpan> spans;
-    spans.reserve(destinations.size());
-    for (const auto& destination : destinations) {
-        const TensorInfo& tensor = index.tensors[destination.tensor_index];
-        std::optional<DType> convert_to;
-        if (destination.dtype && *destination.dtype != tensor.dtype) {
-            convert_to = destination.dtype;
-        }
-        spans.push_back({tensor.data_offset_bytes, tensor.data_length_bytes, destination.data,
-                         "tensor '" + tensor.display_name() + "'", tensor.dtype, false, convert_to});
-    }
-    RL_TRY(graph, build_plain_graph(std::move(spans), device, name));
-    FormatGraph made{nullptr, &graph->plan(), nullptr};
-    made.handler = std::move(graph);
+    const LoadGraphRequest request{options.verify_hashes, keys ? &*keys : nullptr, device, name};
+    RL_TRY(graph, index.format->hooks->build_load_graph(index, std::move(destinations), request));
+    FormatGraph made{nullptr, &graph.stages->plan(), std::move(graph.headers)};
+    made.handler = std::move(graph.stages);
     return made;
 }
 
@@ -182,8 +166,8 @@ void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layo
                                       const FormatGraph& graph) const {
     for (const auto& planned : layout.tensors) {
         TensorInfo info = loaded_info(index.tensors[planned.index], planned);
-        if (graph.tensorizer != nullptr) {
-            info.module_index = graph.tensorizer->module_index_of(index.tensors[planned.index]);
+        if (graph.headers != nullptr) {
+            info.module_index = graph.headers->module_index_of(index.tensors[planned.index]);
         }
         std::byte* bytes = planned.place(owned);
         model.tensors.push_back({info, {bytes, info.byte_length}, {}});
@@ -257,7 +241,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
 
 Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                                 int ordinal) {
-    const bool views = index.format == "torch"; // tensors are views of shared storages
+    const bool views = index.format->tensors_view_storages;
     if (ordinal == gpu::cpu_ordinal) {
         return views ? load_storages_to_host(options, layout, pool) : load_to_host(options, layout, pool);
     }
@@ -288,11 +272,13 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
         RL_TRY(source, open_file_source(impl->loop, path, {file_read_mode(options.read_mode)}));
         impl->source = std::move(source);
     }
-    RL_TRY(index, run_on_loop(impl->loop, read_any_index(*impl->source)));
+    RL_TRY(index, run_on_loop(impl->loop, formats::read_any_index(*impl->source)));
     impl->index = std::move(index);
-    if (options.decryption && impl->index.format != "tensorizer") {
+    RL_ASSERT(impl->index.format != nullptr, "a format's reader left Index::format unset");
+    if (options.decryption && !impl->index.format->may_be_encrypted) {
         return fail(errc::not_encrypted_key_given, impl->uri + ": a key or passphrase was given but " +
-                                                       impl->index.format + " files are never encrypted");
+                                                       std::string(impl->index.format_name()) +
+                                                       " files are never encrypted");
     }
     if (options.decryption) {
         const SecretMaterial& secret = options.decryption->secret();

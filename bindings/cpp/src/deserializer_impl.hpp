@@ -5,8 +5,8 @@
 // storages and the views into them).
 #pragma once
 
+#include "formats/format_hooks.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
-#include "formats/tensorizer/load_graph.hpp"
 #include "load_layout.hpp"
 #include "ringload/engine/dtype_convert.hpp"
 #include "ringload/engine/executor.hpp"
@@ -49,11 +49,11 @@ inline void add_conversion_jobs(std::vector<ConversionJob>& jobs, std::byte* out
 // One device allocation of `bytes` for a load's own tensors on CUDA device `ordinal` (null for 0).
 Result<std::shared_ptr<std::byte>> allocate_device_block(int ordinal, std::size_t bytes);
 
-// A load's stage graph: the tensorizer one, or the plain copy of the other formats.
+// A load's stage graph, as the file's format built it (FormatHooks::build_load_graph).
 struct FormatGraph {
     std::unique_ptr<ChunkHandler> handler;
     const Plan* plan = nullptr;
-    std::shared_ptr<const tensorizer::TensorHeaders> tensorizer; // module_idx comes from its headers
+    std::shared_ptr<const RecordHeaders> headers; // what the run read from per-tensor headers, if any
 };
 
 struct Deserializer::Impl {

@@ -1,9 +1,11 @@
 // bindings/cpp/src/serializer.cpp
 #include "ringload/serializer.hpp"
 
-#include "formats/safetensors/write_graph.hpp"
+#include "formats/format_hooks.hpp"
+#include "formats/safetensors/format.hpp"
+#include "formats/tensorizer/format.hpp"
 #include "formats/tensorizer/write_graph.hpp"
-#include "formats/torch_writer/write_graph.hpp"
+#include "formats/torch/format.hpp"
 #include "gpu/cuda_link.hpp"
 #include "gpu/device_memory.hpp"
 #include "remote_publish.hpp"
@@ -106,28 +108,30 @@ Result<std::string> run_write_to_file(const std::string& path, const WritePlan& 
     }
     if (finished_pages) {
         RL_TRY(finished, finished_pages());
-        std::vector<PageWrite> pages;
+        std::vector<PageWrite> pages; // none for a format that finishes nothing (safetensors)
         for (const auto& [offset, bytes] : finished) {
             pages.push_back({offset, bytes});
         }
-        RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
+        if (!pages.empty()) {
+            RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
+        }
     }
     RL_TRY_VOID(sink->commit(plan.length_bytes));
     return sink->describe();
 }
 
-Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<const TensorToWrite> tensors,
-                                           const WriteOptions& options) {
+// One write of `format` into a new local file at `path`.
+Result<WriteSummary> write_file(const Format& format, const std::string& path, std::span<const TensorToWrite> tensors,
+                                const WriteLayout& layout, const RunSettings& settings) {
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
-    const auto encryption = write_encryption(options.encryption);
     // Tensors on a GPU are copied device-to-host into the slots by the workers.
     RL_TRY(device, device_link_for(tensors));
-    RL_TRY(graph, tensorizer::WriteGraph::create(tensors, encryption ? &*encryption : nullptr, path, device.get()));
-    tensorizer::WriteGraph* producer = graph.get();
-    RL_TRY_VOID(start_feed(options.feed, *graph));
-    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
-                                  [producer] { return producer->finished_header_pages(); }));
+    RL_TRY(graph, format.hooks->create_write_graph(tensors, layout, path, device.get()));
+    FormatWriteGraph* producer = graph.get();
+    RL_TRY_VOID(start_feed(settings.feed, *graph));
+    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, settings, tensors.size(), device != nullptr,
+                                  [producer] { return producer->finished_pages(); }));
 
     WriteSummary summary;
     summary.file_bytes = graph->plan().length_bytes;
@@ -138,85 +142,71 @@ Result<WriteSummary> write_tensorizer_file(const std::string& path, std::span<co
     return summary;
 }
 
-// safetensors and torch zip: local files only (remote publishing is tensorizer's key layout).
-Result<std::string> local_target(std::string_view uri, std::string_view format) {
-    if (is_remote_uri(uri)) {
-        return fail(errc::unsupported, std::string(uri) + ": " + std::string(format) +
-                                           " files are written to local paths or file:// URIs only; write "
-                                           "locally and upload the file");
-    }
-    return local_path_of(uri);
-}
-
-} // namespace
-
-Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
-                                      const WriteOptions& options) {
-    if (!is_remote_uri(uri)) {
-        RL_TRY(path, local_path_of(uri));
-        return write_tensorizer_file(path, tensors, options);
-    }
-    // Remote targets: the file is made locally first (every byte of it is final only once the
-    // hashes are in), then published in one go, as tensorizer does for s3://.
+// Remote targets: the file is made locally first (every byte of it is final only once the
+// hashes are in), then published in one go, as tensorizer does for s3://.
+Result<WriteSummary> write_remote(const Format& format, std::string_view uri, std::span<const TensorToWrite> tensors,
+                                  const WriteLayout& layout, const RunSettings& settings,
+                                  const NetworkOptions& network) {
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
     RL_TRY(staging, StagingFile::create());
-    RL_TRY(summary, write_tensorizer_file(staging.path(), tensors, options));
-    RL_TRY(published, publish_remote(staging.path(), uri, options.network));
+    RL_TRY(summary, write_file(format, staging.path(), tensors, layout, settings));
+    RL_TRY(published, publish_remote(staging.path(), uri, network));
     summary.how += ", then " + published;
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
 }
 
-namespace {
-
-// What a finished write of `graph` reports.
-template <class Graph>
-WriteSummary summary_of(const Graph& graph, std::string how, std::chrono::steady_clock::time_point started) {
-    WriteSummary summary;
-    summary.file_bytes = graph.plan().length_bytes;
-    summary.tensor_bytes = graph.tensor_bytes();
-    summary.how = std::move(how);
-    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    return summary;
+// Any format to any target it takes: a local path or file:// URI, or (formats that write
+// remote) s3:// and redis://. Refuses encryption for formats that have none.
+Result<WriteSummary> write_any(const Format& format, std::string_view uri, std::span<const TensorToWrite> tensors,
+                               const WriteLayout& layout, const RunSettings& settings, const NetworkOptions& network) {
+    if (is_remote_uri(uri) && format.writes_remote) {
+        return write_remote(format, uri, tensors, layout, settings, network);
+    }
+    if (is_remote_uri(uri)) {
+        return fail(errc::unsupported, std::string(uri) + ": " + std::string(format.name) +
+                                           " files are written to local paths or file:// URIs only; write "
+                                           "locally and upload the file");
+    }
+    RL_TRY(path, local_path_of(uri));
+    if (layout.encryption != nullptr && !format.may_be_encrypted) {
+        return fail(errc::unsupported, path + ": " + std::string(format.title) +
+                                           " files are not encrypted; leave WriteOptions::encryption unset");
+    }
+    return write_file(format, path, tensors, layout, settings);
 }
 
 } // namespace
 
+Result<WriteSummary> write_format(const Format& format, std::string_view uri, std::span<const TensorToWrite> tensors,
+                                  const WriteOptions& options, const SafetensorsWriteOptions& layout_options) {
+    const auto encryption = write_encryption(options.encryption);
+    WriteLayout layout;
+    layout.encryption = encryption ? &*encryption : nullptr;
+    layout.alignment_bytes = layout_options.alignment_bytes;
+    layout.metadata = layout_options.metadata;
+    layout.keep_order = layout_options.keep_order;
+    return write_any(format, uri, tensors, layout, run_settings(options), options.network);
+}
+
+Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const TensorToWrite> tensors,
+                                      const WriteOptions& options) {
+    return write_format(tensorizer::format, uri, tensors, options);
+}
+
 Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const TensorToWrite> tensors,
                                        const SafetensorsWriteOptions& options) {
-    using Clock = std::chrono::steady_clock;
-    const auto started = Clock::now();
-    RL_TRY(path, local_target(uri, "safetensors"));
-    RL_TRY(device, device_link_for(tensors));
-    safetensors::LayoutOptions layout;
+    WriteLayout layout;
     layout.alignment_bytes = options.alignment_bytes;
     layout.metadata = options.metadata;
     layout.keep_order = options.keep_order;
-    RL_TRY(graph, safetensors::WriteGraph::create(tensors, layout, path, device.get()));
-    RL_TRY_VOID(start_feed(options.feed, *graph));
-    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
-                                  nullptr));
-    return summary_of(*graph, std::move(how), started);
+    return write_any(safetensors::format, uri, tensors, layout, run_settings(options), {});
 }
 
 Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,
                                  const WriteOptions& options) {
-    using Clock = std::chrono::steady_clock;
-    const auto started = Clock::now();
-    RL_TRY(path, local_target(uri, "torch"));
-    if (options.encryption) {
-        return fail(errc::unsupported, path +
-                                           ": torch zip files are not encrypted; leave WriteOptions::encryption "
-                                           "unset");
-    }
-    RL_TRY(device, device_link_for(tensors));
-    RL_TRY(graph, torch_writer::WriteGraph::create(tensors, path, device.get()));
-    torch_writer::WriteGraph* producer = graph.get();
-    RL_TRY_VOID(start_feed(options.feed, *graph));
-    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, run_settings(options), tensors.size(), device != nullptr,
-                                  [producer] { return producer->finished_pages(); }));
-    return summary_of(*graph, std::move(how), started);
+    return write_format(torch_zip::format, uri, tensors, options);
 }
 
 } // namespace ringload

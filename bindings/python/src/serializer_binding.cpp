@@ -6,6 +6,7 @@
 // the tensors alive (and unchanged) during the call.
 #include "binding.hpp"
 
+#include "ringload/formats.hpp"
 #include "ringload/serializer.hpp"
 
 #include <nanobind/stl/optional.h>
@@ -30,27 +31,17 @@ std::vector<PathComponent> path_of(const nb::list& components) {
     return path;
 }
 
-// The engine's writer for `format`.
-Result<WriteSummary> write_as(const std::string& format, const std::string& uri, std::span<const TensorToWrite> records,
-                              WriteOptions options, SafetensorsWriteOptions safetensors_options) {
-    if (format == "safetensors") {
-        return write_safetensors(uri, records, safetensors_options);
-    }
-    if (format == "torch") {
-        return write_torch(uri, records, options);
-    }
-    return write_tensorizer(uri, records, options);
-}
-
 nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
                std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
                const std::string& format, std::vector<std::pair<std::string, std::string>> metadata,
                std::size_t alignment) {
-    if (format != "tensorizer" && format != "safetensors" && format != "torch") {
-        throw nb::value_error(("format must be tensorizer, safetensors or torch, not " + format).c_str());
+    const Format* written_as = format_named(format); // the Python caller's word for it
+    if (written_as == nullptr) {
+        throw nb::value_error(("format must be " + format_names_text() + ", not " + format).c_str());
     }
-    if (format != "tensorizer" && (key || passphrase)) {
-        throw nb::value_error("only tensorizer files can be encrypted");
+    if (!written_as->may_be_encrypted && (key || passphrase)) {
+        throw nb::value_error(
+            ("only " + format_names_text(&Format::may_be_encrypted) + " files can be encrypted").c_str());
     }
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
@@ -73,13 +64,13 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     }
     WriteOptions options;
     options.encryption = encryption_params(key, passphrase, opslimit, memlimit);
-    SafetensorsWriteOptions safetensors_options;
-    safetensors_options.metadata = std::move(metadata);
-    safetensors_options.alignment_bytes = alignment;
+    SafetensorsWriteOptions layout; // a safetensors file's own: the run settings are options'
+    layout.metadata = std::move(metadata);
+    layout.alignment_bytes = alignment;
     Result<WriteSummary> written = fail(errc::invalid_argument, "not written");
     {
         nb::gil_scoped_release released;
-        written = write_as(format, uri, records, std::move(options), std::move(safetensors_options));
+        written = write_format(*written_as, uri, records, options, layout);
     }
     WriteSummary summary = value_or_throw(std::move(written));
     nb::dict out;

@@ -6,12 +6,14 @@
 #pragma once
 
 #include "ringload/dtype.hpp"
+#include "ringload/format.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -61,7 +63,9 @@ struct StorageInfo {
 };
 
 struct Index {
-    std::string format; // "tensorizer", "safetensors" or "torch"
+    // The registered format that read it (ringload/format.hpp); null only in an Index built by
+    // hand. Decide by its properties (format->stores_hashes), print format_name().
+    const Format* format = nullptr;
     std::uint32_t data_version = 0;
     std::uint64_t feature_flags = 0;
     bool encrypted = false;
@@ -73,6 +77,8 @@ struct Index {
     std::vector<std::pair<std::string, std::string>> metadata;
 
     std::uint64_t total_tensor_bytes() const noexcept;
+    // "tensorizer", "safetensors" or "torch" (empty without a format).
+    std::string_view format_name() const noexcept { return format != nullptr ? format->name : std::string_view(); }
 };
 
 // The path's components joined with "." (list indexes in decimal; no separator before the

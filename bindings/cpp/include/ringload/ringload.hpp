@@ -22,6 +22,7 @@
 #include "ringload/convert.hpp"
 #include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
+#include "ringload/formats.hpp"
 #include "ringload/progress.hpp"
 #include "ringload/serializer.hpp"
 #include "ringload/tensor_info.hpp"

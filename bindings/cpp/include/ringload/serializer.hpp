@@ -20,6 +20,7 @@
 #include "ringload/crypto_params.hpp"
 #include "ringload/engine/write_feed.hpp"
 #include "ringload/error.hpp"
+#include "ringload/format.hpp"
 #include "ringload/io/network_options.hpp"
 #include "ringload/progress.hpp"
 #include "ringload/tensor_info.hpp"
@@ -93,5 +94,12 @@ Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const Ten
 // or file:// URI; `network` does not apply.
 Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,
                                  const WriteOptions& options = {});
+
+// Any registered format (ringload/formats.hpp: format_named("torch")), as the call above for
+// it: the run settings, `encryption` (formats that may be encrypted; refused otherwise) and
+// `network` (formats that write remote) from `options`; a safetensors file's own layout
+// (alignment, __metadata__, order) from `layout`, whose run settings are not used.
+Result<WriteSummary> write_format(const Format& format, std::string_view uri, std::span<const TensorToWrite> tensors,
+                                  const WriteOptions& options = {}, const SafetensorsWriteOptions& layout = {});
 
 } // namespace ringload

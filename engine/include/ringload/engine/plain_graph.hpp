@@ -15,6 +15,8 @@
 #include "ringload/dtype.hpp"
 #include "ringload/engine/device_link.hpp"
 #include "ringload/engine/stage_graph.hpp"
+#include "ringload/engine/tensor_destination.hpp"
+#include "ringload/tensor_info.hpp"
 
 #include <optional>
 #include <string>
@@ -41,5 +43,11 @@ inline constexpr std::uint64_t plain_merge_gap_bytes = 64 << 10;
 // Spans must not overlap in the source. `device`, when given, must outlive the graph.
 Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
                                                       std::string source_name);
+
+// One span per wanted tensor of an index whose tensors lie C-contiguous and plain at their data
+// offsets (safetensors): destinations that name another dtype convert on the device.
+Result<std::unique_ptr<StageGraph>> build_plain_tensor_graph(const Index& index,
+                                                             std::vector<TensorDestination> destinations,
+                                                             DeviceLink* device, std::string source_name);
 
 } // namespace ringload

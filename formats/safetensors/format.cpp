@@ -1,0 +1,60 @@
+// formats/safetensors/format.cpp
+#include "formats/safetensors/format.hpp"
+
+#include "formats/format_hooks.hpp"
+#include "formats/safetensors/reader.hpp"
+#include "formats/safetensors/write_graph.hpp"
+#include "formats/write_graph_adapter.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace ringload::safetensors {
+namespace {
+
+Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
+    return has_safetensors_shape(head, size_bytes) ? Detection::yes() : Detection::no();
+}
+
+// The header's __metadata__ (string to string), shown whole.
+FormatDescription describe(const Index& index) {
+    nlohmann::json metadata = nlohmann::json::object();
+    for (const auto& [key, value] : index.metadata) {
+        metadata[key] = value;
+    }
+    nlohmann::json extras;
+    extras["metadata"] = std::move(metadata);
+    return {"safetensors, " + std::to_string(index.metadata.size()) + " metadata entries",
+            extras.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const TensorToWrite> tensors,
+                                                             const WriteLayout& layout, std::string target_name,
+                                                             DeviceLink* device) {
+    LayoutOptions options;
+    options.alignment_bytes = layout.alignment_bytes;
+    options.metadata = layout.metadata;
+    options.keep_order = layout.keep_order;
+    RL_TRY(graph, WriteGraph::create(tensors, options, std::move(target_name), device));
+    return adapt_write_graph(std::move(graph));
+}
+
+constexpr FormatHooks hooks{&detect, &read_index, &describe, &create_write_graph, &build_plain_load_graph};
+constexpr std::array<std::string_view, 1> extensions{".safetensors"};
+
+} // namespace
+
+const Format format{.name = "safetensors",
+                    .title = "safetensors",
+                    .extensions = extensions,
+                    .stores_hashes = false,
+                    .may_be_encrypted = false,
+                    .tensors_view_storages = false,
+                    .has_data_version = false,
+                    .writes_remote = false,
+                    .hooks = &hooks};
+
+} // namespace ringload::safetensors

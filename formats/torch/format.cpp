@@ -1,0 +1,73 @@
+// formats/torch/format.cpp
+#include "formats/torch/format.hpp"
+
+#include "formats/format_hooks.hpp"
+#include "formats/torch/reader.hpp"
+#include "formats/torch_writer/write_graph.hpp"
+#include "formats/write_graph_adapter.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace ringload::torch_zip {
+namespace {
+
+// A zip is torch.save's since 1.6. An older file (a pickle stream) is refused here with the
+// words the reader gives it when opened directly (reader.cpp, legacy_error).
+Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
+    (void)size_bytes;
+    if (has_torch_zip_magic(head)) {
+        return Detection::yes();
+    }
+    if (has_legacy_torch_magic(head)) {
+        return Detection::refuse(fail(errc::unsupported,
+                                      "legacy torch format (pre-1.6, not a zip): re-save it with a "
+                                      "newer torch (torch.save defaults to zip since 1.6)"));
+    }
+    return Detection::no();
+}
+
+// The storages the tensors view, and their byte order.
+FormatDescription describe(const Index& index) {
+    nlohmann::json storages = nlohmann::json::array();
+    for (const auto& storage : index.storages) {
+        storages.push_back({{"key", storage.key},
+                            {"dtype", std::string(torch_name(storage.dtype))},
+                            {"data_offset", storage.data_offset_bytes},
+                            {"bytes", storage.byte_length}});
+    }
+    nlohmann::json extras;
+    extras["big_endian"] = index.big_endian;
+    extras["storages"] = std::move(storages);
+    return {"torch zip, " + std::to_string(index.storages.size()) + " storages, " +
+                (index.big_endian ? "big" : "little") + "-endian",
+            extras.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const TensorToWrite> tensors,
+                                                             const WriteLayout& layout, std::string target_name,
+                                                             DeviceLink* device) {
+    (void)layout; // nothing to choose: torch's own layout
+    RL_TRY(graph, torch_writer::WriteGraph::create(tensors, std::move(target_name), device));
+    return adapt_write_graph(std::move(graph));
+}
+
+constexpr FormatHooks hooks{&detect, &read_index, &describe, &create_write_graph, &build_plain_load_graph};
+constexpr std::array<std::string_view, 3> extensions{".pt", ".pth", ".bin"};
+
+} // namespace
+
+const Format format{.name = "torch",
+                    .title = "torch zip",
+                    .extensions = extensions,
+                    .stores_hashes = false,
+                    .may_be_encrypted = false,
+                    .tensors_view_storages = true,
+                    .has_data_version = false,
+                    .writes_remote = false,
+                    .hooks = &hooks};
+
+} // namespace ringload::torch_zip

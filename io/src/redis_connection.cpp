@@ -1,6 +1,8 @@
 // io/src/redis_connection.cpp
 #include "redis_connection.hpp"
 
+#include "connect.hpp"
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 
@@ -52,17 +54,11 @@ Error RedisConnection::protocol_failure(const std::string& what) {
 
 Task<Result<void>> RedisConnection::connect(asio::ip::tcp::resolver::results_type endpoints, const RedisUri& uri) {
     endpoint_ = uri.endpoint();
-    stream_.expires_after(timeout_);
-    auto connecting = stream_.async_connect(endpoints, use_task);
-    auto done = co_await std::move(connecting);
-    auto& [ec, endpoint] = done;
-    (void)endpoint;
+    auto connecting = connect_tcp(stream_, std::move(endpoints), timeout_); // with TCP_NODELAY
+    const boost::system::error_code ec = co_await std::move(connecting);
     if (ec) {
         co_return transport_failure("cannot connect", ec);
     }
-    // Pipelined requests are small writes that wait for their answer: Nagle would hold them.
-    boost::system::error_code ignored;
-    stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
     connected_ = true;
     if (uri.password.empty()) {
         co_return Result<void>();

@@ -1,15 +1,16 @@
 // io/src/redis_source.cpp
 #include "ringload/io/redis_source.hpp"
 
+#include "connect.hpp"
 #include "network_source.hpp"
 #include "redis_connection.hpp"
+#include "retry_policy.hpp"
 #include "ringload/io/redis_layout.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
-#include <random>
 
 namespace ringload {
 namespace {
@@ -42,15 +43,13 @@ public:
 
     // Resolves the host, lists the keys under the prefix and learns their lengths.
     Task<Result<void>> open() {
-        auto loop = co_await asio::this_coro::executor;
-        tcp::resolver resolver(loop);
-        auto resolving = resolver.async_resolve(uri_.host, uri_.port, use_task);
+        auto resolving = resolve_endpoints(uri_.host, uri_.port);
         auto resolved = co_await std::move(resolving);
-        auto& [ec, endpoints] = resolved;
-        if (ec) {
-            co_return fail(errc::io_error, uri_.text + ": cannot resolve " + uri_.host + ": " + ec.message());
+        if (!resolved) {
+            co_return fail(errc::io_error,
+                           uri_.text + ": cannot resolve " + uri_.host + ": " + resolved.error().detail);
         }
-        endpoints_ = std::move(endpoints);
+        endpoints_ = std::move(*resolved);
 
         auto listing = list_keys();
         auto names = co_await std::move(listing);
@@ -224,7 +223,7 @@ private:
                 error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
                 co_return error;
             }
-            auto pause = backoff(attempt);
+            auto pause = pause_before_retry(backoff_, attempt, std::chrono::milliseconds(0));
             co_await std::move(pause);
         }
     }
@@ -255,19 +254,6 @@ private:
         connection_freed_.cancel(); // wakes every waiter; each checks again
     }
 
-    // Exponential backoff with jitter: 100 ms * 2^(attempt-1), at most 5 s, then a random point
-    // in its upper half.
-    Task<void> backoff(std::size_t attempt) {
-        const auto exponent = std::min<std::size_t>(attempt - 1, 20);
-        const long long delay = std::min<long long>(100LL << exponent, 5'000);
-        std::uniform_int_distribution<long long> jitter(delay / 2, delay);
-        auto loop = co_await asio::this_coro::executor;
-        asio::steady_timer timer(loop);
-        timer.expires_after(std::chrono::milliseconds(jitter(random_)));
-        auto waited = co_await timer.async_wait(use_task);
-        (void)waited;
-    }
-
     RedisUri uri_;
     NetworkOptions options_;
     std::chrono::milliseconds timeout_;
@@ -277,7 +263,7 @@ private:
     std::vector<std::unique_ptr<RedisConnection>> idle_;
     std::size_t open_connections_ = 0;
     asio::steady_timer connection_freed_;
-    std::minstd_rand random_{std::random_device{}()};
+    Backoff backoff_; // 100 ms doubling up to 5 s, with jitter
 };
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "ringload/io/s3_connection.hpp"
 #include "ringload/io/s3_error.hpp"
 #include "ringload/io/sigv4.hpp"
+#include "tls_context.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -109,7 +110,7 @@ Result<Endpoint> endpoint_for(const std::string& uri, const NetworkOptions& opti
     RL_TRY(url, parse_http_url(s3_object_url(*config, location)));
     Endpoint endpoint{std::move(*config), url, url.target, nullptr};
     if (url.scheme == "https") {
-        RL_TRY(tls, make_s3_tls_context(options.ca_file, options.insecure));
+        RL_TRY(tls, make_client_tls_context(options.ca_file, options.insecure));
         endpoint.tls = std::move(tls);
     }
     return endpoint;
@@ -169,7 +170,7 @@ Task<Result<std::string>> upload_s3_object(asio::io_context& loop, std::string l
     upload.object_target = endpoint.target;
     upload.attempts = attempts;
 
-    S3Connection control(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout);
+    S3Connection control(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout, options.insecure);
     auto failed = [&](const std::string& what) {
         return fail(errc::io_error, uri + ": " + what + " (credentials: " + endpoint.config.credentials_from + ")");
     };
@@ -206,8 +207,8 @@ Task<Result<std::string>> upload_s3_object(asio::io_context& loop, std::string l
     std::vector<std::unique_ptr<S3Connection>> connections;
     const std::size_t uploader_count = std::clamp<std::size_t>(options.connections, 1, 4);
     for (std::size_t i = 0; i < std::min(uploader_count, upload.part_count); ++i) {
-        connections.push_back(
-            std::make_unique<S3Connection>(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout));
+        connections.push_back(std::make_unique<S3Connection>(loop, endpoint.config, endpoint.tls.get(), endpoint.origin,
+                                                             timeout, options.insecure));
     }
     auto uploading = run_uploaders(loop, upload, connections);
     co_await std::move(uploading);

@@ -393,10 +393,7 @@ Task<NetResult<std::shared_ptr<Http2Connection>>> Http2Connection::open(asio::an
     auto impl = std::make_unique<Impl>(loop, tls, settings);
     Impl& state = *impl;
     auto connecting = state.connect(endpoints, url);
-    auto connected = co_await std::move(connecting);
-    if (!connected) {
-        co_return connected.error();
-    }
+    RL_CO_TRY_VOID(co_await std::move(connecting));
     if (auto started = state.start_session(); !started) {
         co_return NetError{started.error(), FailureKind::fatal};
     }

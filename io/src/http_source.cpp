@@ -551,14 +551,11 @@ private:
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,
                                                        HttpSourceOptions options) {
-    auto parsed = parse_http_url(url);
-    if (!parsed) {
-        co_return parsed.error();
-    }
+    RL_CO_TRY(parsed, parse_http_url(url));
     if (options.connections == 0) {
         co_return fail(errc::invalid_argument, url + ": 0 connections");
     }
-    auto source = std::make_unique<HttpSource>(loop, std::move(*parsed), options);
+    auto source = std::make_unique<HttpSource>(loop, std::move(parsed), options);
     auto handing_out = open_and_hand_out(std::move(source));
     co_return co_await std::move(handing_out);
 }

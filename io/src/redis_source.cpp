@@ -52,17 +52,14 @@ public:
         endpoints_ = std::move(*resolved);
 
         auto listing = list_keys();
-        auto names = co_await std::move(listing);
-        if (!names) {
-            co_return names.error();
-        }
-        if (names->empty()) {
+        RL_CO_TRY(names, co_await std::move(listing));
+        if (names.empty()) {
             co_return fail(errc::not_found, uri_.text + ": no keys under the prefix '" + uri_.prefix +
                                                 "' (SCAN MATCH " + redis_scan_pattern(uri_.prefix) + " found none)");
         }
         std::vector<RedisKeyRange> keys;
-        keys.reserve(names->size());
-        for (std::string& key : *names) {
+        keys.reserve(names.size());
+        for (std::string& key : names) {
             auto offset = redis_key_offset(key);
             if (!offset) {
                 co_return fail(errc::format_error,
@@ -77,12 +74,9 @@ public:
                 append_redis_command(wire, {"STRLEN", keys[i].key});
             }
             auto asking = command(std::move(wire), count);
-            auto replies = co_await std::move(asking);
-            if (!replies) {
-                co_return replies.error();
-            }
+            RL_CO_TRY(replies, co_await std::move(asking));
             for (std::size_t i = 0; i < count; ++i) {
-                const redisReply& reply = *(*replies)[i];
+                const redisReply& reply = *replies[i];
                 if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 0) {
                     co_return fail(errc::format_error,
                                    uri_.text + ": STRLEN of key '" + keys[first + i].key + "': " +
@@ -92,11 +86,8 @@ public:
                 keys[first + i].length_bytes = static_cast<std::uint64_t>(reply.integer);
             }
         }
-        auto tiled = tile_redis_keys(keys, uri_.prefix, uri_.text);
-        if (!tiled) {
-            co_return tiled.error();
-        }
-        size_bytes_ = *tiled;
+        RL_CO_TRY(tiled, tile_redis_keys(keys, uri_.prefix, uri_.text));
+        size_bytes_ = tiled;
         // Empty keys hold no bytes: reads never need them.
         std::erase_if(keys, [](const RedisKeyRange& k) { return k.length_bytes == 0; });
         keys_ = std::move(keys);
@@ -114,11 +105,8 @@ private:
             std::string wire;
             append_redis_command(wire, {"SCAN", cursor, "MATCH", pattern, "COUNT", count});
             auto asking = command(std::move(wire), 1);
-            auto replies = co_await std::move(asking);
-            if (!replies) {
-                co_return replies.error();
-            }
-            const redisReply& reply = *replies->front();
+            RL_CO_TRY(replies, co_await std::move(asking));
+            const redisReply& reply = *replies.front();
             if (reply.type == REDIS_REPLY_ERROR) {
                 co_return fail(errc::io_error, uri_.text + ": SCAN: " + std::string(reply.str, reply.len));
             }
@@ -167,10 +155,7 @@ private:
             ++key;
         }
         auto reading = ranges(std::move(wire), targets);
-        auto read = co_await std::move(reading);
-        if (!read) {
-            co_return read.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(reading));
         co_return static_cast<std::size_t>(position - offset_bytes);
     }
 
@@ -180,10 +165,7 @@ private:
     }
     Task<Result<void>> ranges(std::string wire, std::span<const RedisRangeTarget> targets) {
         auto sending = round_trip(std::move(wire), 0, targets);
-        auto replies = co_await std::move(sending);
-        if (!replies) {
-            co_return replies.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(sending));
         co_return Result<void>();
     }
 

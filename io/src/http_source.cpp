@@ -173,15 +173,19 @@ private:
             }
             connection.connected = true;
         }
-        auto signing = sign(url_);
-        auto signed_headers = co_await std::move(signing);
-        if (!signed_headers) {
-            Exchange failed;
-            failed.failed(signed_headers.error(), FailureKind::fatal);
-            co_return failed;
+        std::vector<HttpSourceOptions::Header> headers; // no allocation without a signer
+        if (options_.sign_request) {
+            auto signing = sign(url_);
+            auto signed_headers = co_await std::move(signing);
+            if (!signed_headers) {
+                Exchange failed;
+                failed.failed(signed_headers.error(), FailureKind::fatal);
+                co_return failed;
+            }
+            headers = std::move(*signed_headers);
         }
         auto request = connection.stream.visit([&](auto& stream) {
-            return exchange_on(stream, connection, reused, offset_bytes, dst, std::move(*signed_headers));
+            return exchange_on(stream, connection, reused, offset_bytes, dst, std::move(headers));
         });
         co_return co_await std::move(request);
     }

@@ -2,6 +2,7 @@
 #include "ringload/io/http_source.hpp"
 
 #include "connect.hpp"
+#include "connection_pool.hpp"
 #include "http_object.hpp"
 #include "http_retry.hpp"
 #include "network_source.hpp"
@@ -57,9 +58,7 @@ public:
           options_(options),
           object_(name_),
           backoff_(options_.backoff_base, options_.backoff_max),
-          connection_freed_(loop) {
-        connection_freed_.expires_at(asio::steady_timer::time_point::max());
-    }
+          connections_(loop.get_executor(), options_.connections) {}
 
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return object_.size_bytes(); }
@@ -90,33 +89,20 @@ public:
 
 private:
     Task<std::unique_ptr<Connection>> acquire() {
-        for (;;) {
-            if (!idle_.empty()) {
-                auto connection = std::move(idle_.back());
-                idle_.pop_back();
-                co_return connection;
-            }
-            if (open_connections_ < options_.connections) {
-                ++open_connections_;
-                auto loop = co_await asio::this_coro::executor;
-                auto connection = std::make_unique<Connection>(loop, tls_context_.get());
-                connection->origin = origin_;
-                co_return connection;
-            }
-            auto waited = co_await connection_freed_.async_wait(use_task);
-            (void)waited;
-        }
+        auto acquiring = connections_.acquire([this](asio::any_io_executor loop) {
+            auto connection = std::make_unique<Connection>(std::move(loop), tls_context_.get());
+            connection->origin = origin_;
+            return connection;
+        });
+        co_return co_await std::move(acquiring);
     }
 
     void release(std::unique_ptr<Connection> connection, bool reusable) {
         if (connection->origin != origin_) {
-            // A connection to a host redirected away from: not counted any more, dropped.
-        } else if (reusable) {
-            idle_.push_back(std::move(connection));
+            connections_.discard(std::move(connection)); // to a host redirected away from
         } else {
-            --open_connections_;
+            connections_.release(std::move(connection), reusable);
         }
-        connection_freed_.cancel(); // wakes every waiter; each checks again
     }
 
     Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
@@ -155,8 +141,7 @@ private:
             }
             endpoints_ = std::move(*resolved);
             ++origin_;
-            idle_.clear();
-            open_connections_ = 0; // those in flight no longer count: they are dropped on release
+            connections_.forget(); // those in flight are dropped on release
         }
         url_ = std::move(parsed);
         co_return Result<void>();
@@ -545,10 +530,8 @@ private:
     bool pumping_ = false;
     std::unique_ptr<Connection> stream_;
     std::uint64_t stream_position_ = 0;
-    std::vector<std::unique_ptr<Connection>> idle_;
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
-    std::size_t open_connections_ = 0;
-    asio::steady_timer connection_freed_;
+    ConnectionPool<Connection> connections_;
 };
 
 } // namespace

@@ -2,6 +2,7 @@
 #include "ringload/io/redis_source.hpp"
 
 #include "connect.hpp"
+#include "connection_pool.hpp"
 #include "network_source.hpp"
 #include "redis_connection.hpp"
 #include "retry_policy.hpp"
@@ -27,9 +28,7 @@ public:
         : uri_(std::move(uri)),
           options_(options),
           timeout_(static_cast<long long>(options.timeout_seconds * 1000)),
-          connection_freed_(loop) {
-        connection_freed_.expires_at(asio::steady_timer::time_point::max());
-    }
+          connections_(loop.get_executor(), options.connections) {}
 
     const std::string& name() const override { return uri_.text; }
     std::uint64_t size_bytes() const override { return size_bytes_; }
@@ -211,29 +210,15 @@ private:
     }
 
     Task<std::unique_ptr<RedisConnection>> acquire() {
-        for (;;) {
-            if (!idle_.empty()) {
-                auto connection = std::move(idle_.back());
-                idle_.pop_back();
-                co_return connection;
-            }
-            if (open_connections_ < std::max<std::size_t>(options_.connections, 1)) {
-                ++open_connections_;
-                auto loop = co_await asio::this_coro::executor;
-                co_return std::make_unique<RedisConnection>(loop, uri_.text, timeout_);
-            }
-            auto waited = co_await connection_freed_.async_wait(use_task);
-            (void)waited;
-        }
+        auto acquiring = connections_.acquire([this](asio::any_io_executor loop) {
+            return std::make_unique<RedisConnection>(std::move(loop), uri_.text, timeout_);
+        });
+        co_return co_await std::move(acquiring);
     }
 
     void release(std::unique_ptr<RedisConnection> connection, bool reusable) {
-        if (reusable && connection->connected()) {
-            idle_.push_back(std::move(connection));
-        } else {
-            --open_connections_;
-        }
-        connection_freed_.cancel(); // wakes every waiter; each checks again
+        const bool keep = reusable && connection->connected();
+        connections_.release(std::move(connection), keep);
     }
 
     RedisUri uri_;
@@ -242,9 +227,7 @@ private:
     tcp::resolver::results_type endpoints_;
     std::vector<RedisKeyRange> keys_; // non-empty keys, by offset: they tile [0, size_bytes_)
     std::uint64_t size_bytes_ = 0;
-    std::vector<std::unique_ptr<RedisConnection>> idle_;
-    std::size_t open_connections_ = 0;
-    asio::steady_timer connection_freed_;
+    ConnectionPool<RedisConnection> connections_;
     Backoff backoff_; // 100 ms doubling up to 5 s, with jitter
 };
 

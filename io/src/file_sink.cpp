@@ -177,10 +177,7 @@ public:
         if (!use_io_uring_) {
             for (const auto& page : pages) {
                 const int fd = direct_aligned_piece(page) ? temp_.direct_fd.get() : temp_.fd.get();
-                auto written = write_all_at(fd, page.bytes, page.offset_bytes, target_);
-                if (!written) {
-                    co_return written.error();
-                }
+                RL_CO_TRY_VOID(write_all_at(fd, page.bytes, page.offset_bytes, target_));
             }
             co_return Result<void>();
         }

@@ -1,13 +1,12 @@
 // io/src/http2_connection.cpp
 #include "http2_connection.hpp"
 
+#include "connect.hpp"
+#include "retry_policy.hpp"
 #include "ringload/engine/stream_copy.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -46,13 +45,7 @@ nghttp2_nv header_pair(const std::string& name, const std::string& value) {
 
 struct Http2Connection::Impl {
     Impl(asio::any_io_executor loop, asio::ssl::context* tls_context, Http2Settings settings_in)
-        : executor(loop), settings(settings_in), watchdog(loop) {
-        if (tls_context != nullptr) {
-            tls.emplace(loop, *tls_context);
-        } else {
-            plain.emplace(loop);
-        }
-    }
+        : executor(loop), settings(settings_in), link(loop, tls_context), watchdog(loop) {}
     ~Impl() {
         streams.clear();
         if (session != nullptr) {
@@ -60,13 +53,12 @@ struct Http2Connection::Impl {
         }
     }
 
-    beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+    beast::tcp_stream& tcp() { return link.tcp(); }
 
     asio::any_io_executor executor;
     Http2Settings settings;
-    std::optional<beast::tcp_stream> plain;
-    std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
-    std::string peer; // host:port, for messages
+    ClientStream link; // the connection: TCP, or TLS over it
+    std::string peer;  // host:port, for messages
     nghttp2_session* session = nullptr;
     std::map<std::int32_t, std::shared_ptr<Stream>> streams;
     std::vector<std::byte> receive_buffer = std::vector<std::byte>(1 << 20);
@@ -280,8 +272,7 @@ struct Http2Connection::Impl {
             }
             tcp().expires_after(settings.timeout);
             auto buffer = asio::buffer(send_buffer);
-            auto writing_op =
-                tls ? asio::async_write(*tls, buffer, use_task) : asio::async_write(*plain, buffer, use_task);
+            auto writing_op = link.visit([&](auto& s) { return asio::async_write(s, buffer, use_task); });
             auto [ec, written] = co_await std::move(writing_op);
             (void)written;
             if (ec) {
@@ -304,7 +295,7 @@ struct Http2Connection::Impl {
         while (!dead) {
             tcp().expires_never(); // stalls are the watchdog's business
             auto window = asio::buffer(receive_buffer.data(), receive_buffer.size());
-            auto reading = tls ? tls->async_read_some(window, use_task) : plain->async_read_some(window, use_task);
+            auto reading = link.visit([&](auto& s) { return s.async_read_some(window, use_task); });
             auto [ec, n] = co_await std::move(reading);
             if (dead) {
                 break;
@@ -365,71 +356,46 @@ struct Http2Connection::Impl {
         }
     }
 
-    Task<Result<void>> connect(tcp::resolver::results_type endpoints, const Url& url) {
+    // TCP, then for https TLS offering h2 (and http/1.1 when allowed): a server whose ALPN
+    // settles on anything else is FailureKind::http1_only.
+    Task<NetResult<void>> connect(tcp::resolver::results_type endpoints, Url url) {
         peer = url.host_header;
-        beast::tcp_stream& stream = tcp();
-        stream.expires_after(settings.timeout);
-        auto [ec, endpoint] = co_await stream.async_connect(endpoints, use_task);
-        (void)endpoint;
-        if (ec) {
-            co_return fail(errc::io_error, "cannot connect to " + peer + ": " + ec.message());
-        }
-        boost::system::error_code ignored;
-        stream.socket().set_option(tcp::no_delay(true), ignored);
+        ConnectSettings connect_settings;
+        connect_settings.timeout = settings.timeout;
+        connect_settings.insecure = settings.insecure;
+        connect_settings.alpn = settings.allow_http1 ? std::span<const unsigned char>(alpn_h2_or_http1)
+                                                     : std::span<const unsigned char>(alpn_h2);
         // A larger receive buffer keeps the window of a fast loopback or LAN link full.
-        stream.socket().set_option(asio::socket_base::receive_buffer_size(8 << 20), ignored);
-        if (!tls) {
-            co_return Result<void>();
+        connect_settings.receive_buffer_bytes = 8 << 20;
+        auto connecting = connect_stream(link, std::move(endpoints), std::move(url), connect_settings);
+        auto connected = co_await std::move(connecting);
+        if (!connected || !link.is_tls()) {
+            co_return connected;
         }
-        boost::system::error_code address_ec;
-        asio::ip::make_address(url.host, address_ec);
-        if (address_ec) { // SNI for names only (RFC 6066)
-            ::SSL_set_tlsext_host_name(tls->native_handle(), url.host.c_str());
-        }
-        static const unsigned char h2_only[] = {2, 'h', '2'};
-        static const unsigned char h2_or_http1[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-        if (settings.allow_http1) {
-            ::SSL_set_alpn_protos(tls->native_handle(), h2_or_http1, sizeof h2_or_http1);
-        } else {
-            ::SSL_set_alpn_protos(tls->native_handle(), h2_only, sizeof h2_only);
-        }
-        if (!settings.insecure) {
-            tls->set_verify_callback(asio::ssl::host_name_verification(url.host));
-        }
-        stream.expires_after(settings.timeout);
-        auto [handshake_ec] = co_await tls->async_handshake(asio::ssl::stream_base::client, use_task);
-        if (handshake_ec) {
-            co_return fail(errc::io_error, "TLS handshake with " + peer + " failed: " + handshake_ec.message() +
-                                               (settings.insecure ? "" : " (--ca-file to trust another CA)"));
-        }
-        const unsigned char* chosen = nullptr;
-        unsigned chosen_length = 0;
-        ::SSL_get0_alpn_selected(tls->native_handle(), &chosen, &chosen_length);
-        const std::string_view protocol(reinterpret_cast<const char*>(chosen), chosen_length);
+        const std::string_view protocol = link.alpn_selected();
         if (protocol != "h2") {
-            co_return fail(errc::unsupported, peer + " does not speak HTTP/2 over TLS (ALPN chose " +
-                                                  (protocol.empty() ? std::string("nothing") : std::string(protocol)) +
-                                                  ")");
+            co_return NetError{
+                fail(errc::unsupported, peer + " does not speak HTTP/2 over TLS (ALPN chose " +
+                                            (protocol.empty() ? std::string("nothing") : std::string(protocol)) + ")"),
+                FailureKind::http1_only};
         }
-        co_return Result<void>();
+        co_return NetResult<void>();
     }
 };
 
 Http2Connection::Http2Connection(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Http2Connection::~Http2Connection() = default;
 
-Task<Result<std::shared_ptr<Http2Connection>>> Http2Connection::open(asio::any_io_executor loop,
-                                                                     tcp::resolver::results_type endpoints, Url url,
-                                                                     asio::ssl::context* tls, Http2Settings settings) {
+Task<NetResult<std::shared_ptr<Http2Connection>>> Http2Connection::open(asio::any_io_executor loop,
+                                                                        tcp::resolver::results_type endpoints, Url url,
+                                                                        asio::ssl::context* tls,
+                                                                        Http2Settings settings) {
     auto impl = std::make_unique<Impl>(loop, tls, settings);
     Impl& state = *impl;
     auto connecting = state.connect(endpoints, url);
-    auto connected = co_await std::move(connecting);
-    if (!connected) {
-        co_return connected.error();
-    }
+    RL_CO_TRY_VOID(co_await std::move(connecting));
     if (auto started = state.start_session(); !started) {
-        co_return started.error();
+        co_return NetError{started.error(), FailureKind::fatal};
     }
     std::shared_ptr<Http2Connection> connection(new Http2Connection(std::move(impl)));
     asio::co_spawn(loop, state.read_loop(connection), asio::detached);
@@ -470,7 +436,7 @@ Task<Http2Response> Http2Connection::get(const Url& url, const std::string& rang
     }
     const std::string method = "GET";
     const std::string scheme = url.scheme;
-    const std::string agent = http_object::user_agent;
+    const std::string agent = user_agent;
     static const std::string names[] = {":method", ":scheme", ":authority", ":path", "user-agent", "range"};
     std::vector<nghttp2_nv> nv = {header_pair(names[0], method), header_pair(names[1], scheme),
                                   header_pair(names[2], url.host_header), header_pair(names[3], url.target),

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "http_object.hpp"
+#include "retry_policy.hpp"
 #include "ringload/engine/task.hpp"
 #include "ringload/error.hpp"
 #include "ringload/io/url.hpp"
@@ -53,10 +54,12 @@ class Http2Connection : public std::enable_shared_from_this<Http2Connection> {
 public:
     using Header = std::pair<std::string, std::string>;
 
-    // errc::unsupported when TLS ALPN settled on http/1.1 (allowed only with allow_http1).
-    static Task<Result<std::shared_ptr<Http2Connection>>> open(asio::any_io_executor loop,
-                                                               asio::ip::tcp::resolver::results_type endpoints, Url url,
-                                                               asio::ssl::context* tls, Http2Settings settings);
+    // Failure kinds: connect, timeout, tls (connect.hpp), and http1_only (errc::unsupported) when
+    // TLS ALPN did not settle on h2 (http/1.1 is offered only with allow_http1).
+    static Task<NetResult<std::shared_ptr<Http2Connection>>> open(asio::any_io_executor loop,
+                                                                  asio::ip::tcp::resolver::results_type endpoints,
+                                                                  Url url, asio::ssl::context* tls,
+                                                                  Http2Settings settings);
     ~Http2Connection();
     Http2Connection(const Http2Connection&) = delete;
     Http2Connection& operator=(const Http2Connection&) = delete;

@@ -1,10 +1,12 @@
 // io/src/http2_source.cpp
 #include "ringload/io/http2_source.hpp"
 
+#include "connect.hpp"
 #include "http2_connection.hpp"
 #include "http_object.hpp"
 #include "http_retry.hpp"
 #include "network_source.hpp"
+#include "retry_policy.hpp"
 #include "tls_context.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -49,22 +51,16 @@ public:
 
     Task<Result<void>> open() {
         if (url_.scheme == "https") {
-            auto context = make_client_tls_context(options_.ca_file, options_.insecure);
-            if (!context) {
-                co_return context.error();
-            }
-            tls_context_ = std::move(*context);
+            RL_CO_TRY(context, make_client_tls_context(options_.ca_file, options_.insecure));
+            tls_context_ = std::move(context);
         }
         auto resolving = resolve(url_);
-        auto resolved = co_await std::move(resolving);
-        if (!resolved) {
-            co_return resolved.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(resolving));
         // The first connection decides whether the server speaks HTTP/2 at all (ALPN).
         auto connecting = connect();
         auto first = co_await std::move(connecting);
         if (!first) {
-            co_return first.error();
+            co_return first.error().error;
         }
         std::vector<std::byte> head(head_bytes);
         auto probe = read_range(0, head);
@@ -82,15 +78,18 @@ public:
         co_return Result<void>();
     }
 
+    // The server chose http/1.1 in ALPN, or ignores Range over HTTP/2: the HTTP/1.1 source can
+    // read it (open_http2_source falls back when allowed).
+    bool wants_http1() const { return wants_http1_; }
+
 private:
-    Task<Result<void>> resolve(const Url& url) {
-        auto loop = co_await asio::this_coro::executor;
-        tcp::resolver resolver(loop);
-        auto [ec, endpoints] = co_await resolver.async_resolve(url.host, url.port, use_task);
-        if (ec) {
-            co_return fail(errc::io_error, name_ + ": cannot resolve " + url.host + ": " + ec.message());
+    Task<Result<void>> resolve(Url url) {
+        auto resolving = resolve_endpoints(url.host, url.port);
+        auto resolved = co_await std::move(resolving);
+        if (!resolved) {
+            co_return fail(errc::io_error, name_ + ": cannot resolve " + url.host + ": " + resolved.error().detail);
         }
-        endpoints_ = std::move(endpoints);
+        endpoints_ = std::move(*resolved);
         co_return Result<void>();
     }
 
@@ -107,7 +106,7 @@ private:
         return settings;
     }
 
-    Task<Result<std::shared_ptr<Http2Connection>>> connect() {
+    Task<NetResult<std::shared_ptr<Http2Connection>>> connect() {
         ++connecting_;
         const std::uint64_t origin = origin_;
         auto loop = co_await asio::this_coro::executor;
@@ -116,11 +115,13 @@ private:
         --connecting_;
         slot_freed_.cancel(); // a waiter may now open one itself, or find this one
         if (!opened) {
-            co_return fail(opened.error().code, name_ + ": " + opened.error().detail);
+            const NetError& failure = opened.error();
+            wants_http1_ = wants_http1_ || failure.kind == FailureKind::http1_only;
+            co_return NetError{fail(failure.error.code, name_ + ": " + failure.error.detail), failure.kind};
         }
         if (origin != origin_) { // a redirect moved every request elsewhere meanwhile
             (*opened)->close();
-            co_return fail(errc::io_error, name_ + ": redirected while connecting");
+            co_return NetError{fail(errc::io_error, name_ + ": redirected while connecting"), FailureKind::reset};
         }
         connections_.push_back(*opened);
         co_return *opened;
@@ -129,7 +130,7 @@ private:
     // A connection with a free stream: an idle one, else a new one while fewer than
     // `connections` take requests, else the least busy (or, when connecting failed, any with
     // room).
-    Task<Result<std::shared_ptr<Http2Connection>>> acquire() {
+    Task<NetResult<std::shared_ptr<Http2Connection>>> acquire() {
         for (;;) {
             std::erase_if(connections_, [](const auto& c) { return c->closed(); });
             std::shared_ptr<Http2Connection> best;
@@ -180,95 +181,108 @@ private:
         auto acquiring = acquire();
         auto connection = co_await std::move(acquiring);
         if (!connection) {
-            out.bytes = connection.error();
-            out.retryable = connection.error().code != errc::unsupported &&
-                            connection.error().detail.find("TLS handshake") == std::string::npos;
+            out.failed(connection.error().error, connection.error().kind);
             co_return out;
+        }
+        std::vector<Http2Connection::Header> headers;
+        if (options_.sign_request) {
+            auto signing = options_.sign_request(url_, "GET");
+            auto signed_headers = co_await std::move(signing);
+            if (!signed_headers) {
+                out.failed(signed_headers.error(), FailureKind::fatal);
+                co_return out;
+            }
+            headers = std::move(*signed_headers);
         }
         const std::string range =
             "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
-        std::vector<Http2Connection::Header> headers;
-        if (options_.request_headers) {
-            headers = options_.request_headers(url_, "GET");
-        }
         auto requesting = (*connection)->get(url_, range, headers, dst);
         Http2Response response = co_await std::move(requesting);
         slot_freed_.cancel(); // wakes every waiter; each looks again
+        any_response_ = any_response_ || response.facts.status != 0;
+        co_return judge(response, offset_bytes, dst);
+    }
+
+    // What a response to a range request comes to.
+    Attempt judge(const Http2Response& response, std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        Attempt out;
         const auto& facts = response.facts;
-        any_response_ = any_response_ || facts.status != 0;
         if (facts.status == 0) { // no response: the connection failed or went away
-            out.bytes = object_.range_error(response.outcome ? "no response" : response.outcome.error().detail,
-                                            offset_bytes, dst.size());
-            out.retryable = true;
-            out.resend_now = response.refused;
-            co_return out;
+            out.failed(object_.range_error(response.outcome ? "no response" : response.outcome.error().detail,
+                                           offset_bytes, dst.size()),
+                       response.refused ? FailureKind::unsent : FailureKind::reset);
+            return out;
         }
         if (is_redirect(facts.status)) {
             out.redirect = facts.location;
             if (out.redirect.empty()) {
-                out.bytes = object_.range_error("HTTP " + std::to_string(facts.status) + " without a Location",
-                                                offset_bytes, dst.size());
+                out.failed(object_.range_error("HTTP " + std::to_string(facts.status) + " without a Location",
+                                               offset_bytes, dst.size()),
+                           FailureKind::fatal);
             }
-            co_return out;
+            return out;
         }
         if (!object_.known() && facts.status == 200) {
-            out.bytes = fail(errc::unsupported, name_ +
-                                                    ": the server ignores Range requests over HTTP/2 "
-                                                    "(--http-version 1.1 reads such a server sequentially)");
-            co_return out;
+            wants_http1_ = true;
+            out.failed(fail(errc::unsupported, name_ + ": the server ignores Range requests over HTTP/2 "
+                                                       "(--http-version 1.1 reads such a server sequentially)"),
+                       FailureKind::http1_only);
+            return out;
         }
         auto checked = object_.check_range(facts, offset_bytes, dst.size());
         if (!checked) {
-            out.bytes = checked.error();
-            out.retryable = retryable_status(facts.status);
+            out.failed(checked.error(),
+                       retryable_status(facts.status) ? FailureKind::status_retryable : FailureKind::fatal);
             out.retry_after = retry_after_of(facts);
-            co_return out;
+            return out;
         }
-        const auto content_range = parse_content_range(facts.content_range);
+        return judge_body(response, offset_bytes, dst);
+    }
+
+    // A 206's body against its Content-Range: whole, cut off (what arrived counts), or too long.
+    Attempt judge_body(const Http2Response& response, std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        Attempt out;
+        const auto content_range = parse_content_range(response.facts.content_range);
         const std::uint64_t promised = content_range->last - content_range->first + 1;
         if (promised > dst.size()) {
-            out.bytes = object_.range_error("a 206 response longer than the range asked for", offset_bytes, dst.size());
-            co_return out;
+            out.failed(object_.range_error("a 206 response longer than the range asked for", offset_bytes, dst.size()),
+                       FailureKind::fatal);
+            return out;
         }
         if (response.body_bytes > promised) {
-            out.bytes = object_.range_error(
-                "the body is longer than its Content-Range (" + std::to_string(response.body_bytes) + " bytes)",
-                offset_bytes, dst.size());
-            co_return out;
+            out.failed(object_.range_error("the body is longer than its Content-Range (" +
+                                               std::to_string(response.body_bytes) + " bytes)",
+                                           offset_bytes, dst.size()),
+                       FailureKind::fatal);
+            return out;
         }
         if (!response.outcome || response.body_bytes < promised) {
             // Cut mid-body: what arrived counts; the engine asks again from there.
-            out.retryable = true;
+            out.kind = FailureKind::reset;
             out.bytes = response.body_bytes > 0
                             ? Result<std::size_t>(response.body_bytes)
                             : Result<std::size_t>(object_.range_error(
                                   "the body was cut off" +
                                       (response.outcome ? std::string() : ": " + response.outcome.error().detail),
                                   offset_bytes, dst.size()));
-            co_return out;
+            return out;
         }
         out.bytes = response.body_bytes;
-        co_return out;
+        return out;
     }
 
     Task<Result<void>> follow_redirect(const std::string& location) {
-        auto parsed = resolve_redirect(url_, location, name_);
-        if (!parsed) {
-            co_return parsed.error();
-        }
-        if (parsed->host != url_.host || parsed->port != url_.port) {
-            auto resolving = resolve(*parsed);
-            auto resolved = co_await std::move(resolving);
-            if (!resolved) {
-                co_return resolved.error();
-            }
+        RL_CO_TRY(parsed, resolve_redirect(url_, location, name_));
+        if (parsed.host != url_.host || parsed.port != url_.port) {
+            auto resolving = resolve(parsed);
+            RL_CO_TRY_VOID(co_await std::move(resolving));
             for (auto& connection : connections_) {
                 connection->close(); // streams in flight to the old host fail and are retried there
             }
             connections_.clear();
             ++origin_;
         }
-        url_ = std::move(*parsed);
+        url_ = std::move(parsed);
         co_return Result<void>();
     }
 
@@ -285,6 +299,7 @@ private:
     std::size_t connecting_ = 0;
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     bool any_response_ = false;
+    bool wants_http1_ = false;
     asio::steady_timer slot_freed_;
 };
 
@@ -292,17 +307,23 @@ private:
 
 Task<Result<std::unique_ptr<Source>>> open_http2_source(asio::io_context& loop, std::string url,
                                                         HttpSourceOptions options, Http2SourceOptions http2) {
-    auto parsed = parse_http_url(url);
-    if (!parsed) {
-        co_return parsed.error();
-    }
+    RL_CO_TRY(parsed, parse_http_url(url));
     if (options.connections == 0) {
         co_return fail(errc::invalid_argument, url + ": 0 connections");
     }
-    auto source = std::make_unique<Http2Source>(loop, std::move(*parsed), std::move(options),
-                                                http2.streams_per_connection, http2.allow_http1);
-    auto handing_out = open_and_hand_out(std::move(source));
-    co_return co_await std::move(handing_out);
+    auto source = std::make_unique<Http2Source>(loop, std::move(parsed), options, http2.streams_per_connection,
+                                                http2.allow_http1);
+    auto opening = source->open();
+    auto opened = co_await std::move(opening);
+    if (opened) {
+        co_return std::unique_ptr<Source>(std::move(source));
+    }
+    if (!http2.allow_http1 || !source->wants_http1()) {
+        co_return opened.error();
+    }
+    source.reset(); // its connections close before the HTTP/1.1 source opens its own
+    auto falling_back = open_http_source(loop, std::move(url), std::move(options));
+    co_return co_await std::move(falling_back);
 }
 
 } // namespace ringload

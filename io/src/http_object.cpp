@@ -44,10 +44,6 @@ bool is_redirect(unsigned status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-bool retryable_status(unsigned status) {
-    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
-
 std::pair<std::string, std::string> PinnedObject::validator_of(const ResponseFacts& response) {
     if (!response.etag.empty()) {
         return {"ETag", response.etag};
@@ -131,14 +127,6 @@ Result<Url> resolve_redirect(const Url& from, const std::string& location, const
                                            "://, which is not supported yet");
     }
     return parsed;
-}
-
-std::chrono::milliseconds Backoff::delay(std::size_t attempt, std::chrono::milliseconds retry_after) {
-    const auto exponent = std::min<std::size_t>(attempt - 1, 20);
-    const std::chrono::milliseconds capped = std::min<std::chrono::milliseconds>(base_ * (1LL << exponent), max_);
-    std::uniform_int_distribution<long long> jitter(capped.count() / 2, capped.count());
-    const std::chrono::milliseconds chosen(jitter(random_));
-    return std::max(chosen, std::min<std::chrono::milliseconds>(retry_after, max_));
 }
 
 std::chrono::milliseconds retry_after_of(const ResponseFacts& response) {

@@ -2,7 +2,8 @@
 //
 // What the HTTP/1.1 and HTTP/2 sources share about the object behind a URL: the answer to a
 // range request checked against the object's first answer (size and validator pinned, so that
-// a change mid-load is an error), where a redirect leads, and which failures are worth a retry.
+// a change mid-load is an error), and where a redirect leads. Which failures are worth a retry,
+// and the pause in between: retry_policy.hpp.
 #pragma once
 
 #include "ringload/error.hpp"
@@ -12,13 +13,11 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 
 namespace ringload::http_object {
 
-constexpr const char* user_agent = "ringload/0.1";
 constexpr std::size_t max_redirects = 5;
 
 std::optional<std::uint64_t> parse_number(std::string_view text);
@@ -32,8 +31,6 @@ struct ContentRange {
 std::optional<ContentRange> parse_content_range(std::string_view text);
 
 bool is_redirect(unsigned status);
-// 408, 429 and the 5xx a proxy or an overloaded server answers: the next try may succeed.
-bool retryable_status(unsigned status);
 
 // The headers of a response that matter here.
 struct ResponseFacts {
@@ -88,19 +85,7 @@ private:
 // points to from `from`; only http and https, and the same scheme as `from`.
 Result<Url> resolve_redirect(const Url& from, const std::string& location, const std::string& name);
 
-// Exponential backoff with jitter: base * 2^(attempt-1), capped, then a random point in its
-// upper half; at least what the server asked for with Retry-After (capped too).
-class Backoff {
-public:
-    Backoff(std::chrono::milliseconds base, std::chrono::milliseconds max) : base_(base), max_(max) {}
-    std::chrono::milliseconds delay(std::size_t attempt, std::chrono::milliseconds retry_after);
-
-private:
-    std::chrono::milliseconds base_;
-    std::chrono::milliseconds max_;
-    std::minstd_rand random_{std::random_device{}()};
-};
-
+// Retry-After in seconds (HTTP dates are not honoured: 0).
 std::chrono::milliseconds retry_after_of(const ResponseFacts& response);
 
 } // namespace ringload::http_object

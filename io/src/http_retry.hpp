@@ -1,9 +1,10 @@
 // io/src/http_retry.hpp
 //
 // The retry loop both HTTP versions run around one range request: redirects followed (at most
-// max_redirects), requests the server never saw resent at once (a stale keep-alive, a refused
-// HTTP/2 stream; up to `free_resends`), other retryable failures tried again after a backoff
-// pause, up to `attempts` in all; the last error says how many were made.
+// max_redirects), requests the server never saw (FailureKind::unsent: a stale keep-alive, a
+// refused HTTP/2 stream) resent at once up to `free_resends`, other retryable failures
+// (retry_policy.hpp) tried again after a backoff pause, up to `attempts` in all; the last error
+// says how many were made.
 //
 //     auto reading = retry_range(name_, options_.attempts, 1, backoff_,
 //                                [&] { return try_once(offset, dst); },
@@ -12,10 +13,8 @@
 #pragma once
 
 #include "http_object.hpp"
+#include "retry_policy.hpp"
 #include "ringload/engine/task.hpp"
-
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 
 #include <string>
 
@@ -24,19 +23,15 @@ namespace ringload::http_object {
 // How one try at a range went.
 struct Attempt {
     Result<std::size_t> bytes = std::size_t{0};
-    bool retryable = false;                   // worth asking again after a pause (resets, timeouts, 429, 5xx)
-    bool resend_now = false;                  // never reached the server's handling: again at once
+    FailureKind kind = FailureKind::fatal;    // when `bytes` is an error: what kind of failure
     std::chrono::milliseconds retry_after{0}; // what the server asked for (Retry-After), if anything
     std::string redirect;                     // Location of a 301/302/303/307/308: ask there instead
-};
 
-inline Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt, std::chrono::milliseconds retry_after) {
-    auto loop = co_await asio::this_coro::executor;
-    asio::steady_timer timer(loop);
-    timer.expires_after(backoff.delay(attempt, retry_after));
-    auto waited = co_await timer.async_wait(use_task);
-    (void)waited;
-}
+    void failed(Error error, FailureKind failure_kind) {
+        bytes = std::move(error);
+        kind = failure_kind;
+    }
+};
 
 // TryOnce: () -> Task<Attempt-like> (an Attempt or a type derived from it);
 // FollowRedirect: (const std::string& location) -> Task<Result<void>>.
@@ -53,18 +48,14 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
                 co_return fail(errc::io_error, name + ": more than " + std::to_string(max_redirects) +
                                                    " redirects (last to " + done.redirect + ")");
             }
-            auto moving = follow_redirect(done.redirect);
-            auto moved = co_await std::move(moving);
-            if (!moved) {
-                co_return moved.error();
-            }
+            RL_CO_TRY_VOID(co_await follow_redirect(done.redirect));
             --attempt;
             continue;
         }
-        if (done.bytes || (!done.retryable && !done.resend_now)) {
+        if (done.bytes || !retryable(done.kind)) {
             co_return std::move(done.bytes);
         }
-        if (done.resend_now && ++resends <= free_resends) {
+        if (done.kind == FailureKind::unsent && ++resends <= free_resends) {
             --attempt; // not the request's fault, and not counted
             continue;
         }

@@ -1,20 +1,19 @@
 // io/src/http_source.cpp
 #include "ringload/io/http_source.hpp"
 
+#include "connect.hpp"
+#include "connection_pool.hpp"
 #include "http_object.hpp"
 #include "http_retry.hpp"
 #include "network_source.hpp"
-#include "ringload/io/s3_error.hpp"
+#include "retry_policy.hpp"
 #include "ringload/io/url.hpp"
 #include "tls_context.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -34,28 +33,19 @@ using namespace http_object;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr const char* user_agent = "ringload/0.1";
-
 // One keep-alive connection: plain TCP, or TLS over it for https.
 struct Connection {
-    Connection(asio::any_io_executor loop, asio::ssl::context* tls_context) {
-        if (tls_context != nullptr) {
-            tls.emplace(loop, *tls_context);
-        } else {
-            plain.emplace(loop);
-        }
-    }
-    beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+    Connection(asio::any_io_executor loop, asio::ssl::context* tls_context) : stream(std::move(loop), tls_context) {}
+    beast::tcp_stream& tcp() { return stream.tcp(); }
 
-    std::optional<beast::tcp_stream> plain;
-    std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
+    ClientStream stream;
     beast::flat_buffer buffer; // bytes read past a response header belong to its body
     bool connected = false;
     std::uint64_t origin = 0; // which host it talks to (HttpSource::origin_), see redirects
 };
 
-// What one range request came to.
-// resend_now: a reused (keep-alive) connection failed before any response: try a fresh one.
+// What one range request came to. A reused (keep-alive) connection that failed before any
+// response is FailureKind::unsent: try a fresh one at once.
 struct Exchange : Attempt {
     bool reusable = false; // the connection may serve the next request
 };
@@ -68,9 +58,7 @@ public:
           options_(options),
           object_(name_),
           backoff_(options_.backoff_base, options_.backoff_max),
-          connection_freed_(loop) {
-        connection_freed_.expires_at(asio::steady_timer::time_point::max());
-    }
+          connections_(loop.get_executor(), options_.connections) {}
 
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return object_.size_bytes(); }
@@ -84,58 +72,37 @@ public:
     // Resolves the host, then asks for byte 0 to learn the size and the validator.
     Task<Result<void>> open() {
         if (url_.scheme == "https") {
-            auto context = make_client_tls_context(options_.ca_file, options_.insecure);
-            if (!context) {
-                co_return context.error();
-            }
-            tls_context_ = std::move(*context);
+            RL_CO_TRY(context, make_client_tls_context(options_.ca_file, options_.insecure));
+            tls_context_ = std::move(context);
         }
-        auto loop = co_await asio::this_coro::executor;
-        tcp::resolver resolver(loop);
-        auto [ec, endpoints] = co_await resolver.async_resolve(url_.host, url_.port, use_task);
-        if (ec) {
-            co_return fail(errc::io_error, name_ + ": cannot resolve " + url_.host + ": " + ec.message());
+        auto resolving = resolve_endpoints(url_.host, url_.port);
+        auto resolved = co_await std::move(resolving);
+        if (!resolved) {
+            co_return fail(errc::io_error, name_ + ": cannot resolve " + url_.host + ": " + resolved.error().detail);
         }
-        endpoints_ = std::move(endpoints);
+        endpoints_ = std::move(*resolved);
         std::vector<std::byte> head(head_bytes);
-        auto probe = read_range(0, head);
-        auto got = co_await std::move(probe);
-        if (!got) {
-            co_return got.error();
-        }
-        keep_head(std::span<const std::byte>(head).first(*got));
+        RL_CO_TRY(got, co_await read_range(0, head));
+        keep_head(std::span<const std::byte>(head).first(got));
         co_return Result<void>();
     }
 
 private:
     Task<std::unique_ptr<Connection>> acquire() {
-        for (;;) {
-            if (!idle_.empty()) {
-                auto connection = std::move(idle_.back());
-                idle_.pop_back();
-                co_return connection;
-            }
-            if (open_connections_ < options_.connections) {
-                ++open_connections_;
-                auto loop = co_await asio::this_coro::executor;
-                auto connection = std::make_unique<Connection>(loop, tls_context_.get());
-                connection->origin = origin_;
-                co_return connection;
-            }
-            auto waited = co_await connection_freed_.async_wait(use_task);
-            (void)waited;
-        }
+        auto acquiring = connections_.acquire([this](asio::any_io_executor loop) {
+            auto connection = std::make_unique<Connection>(std::move(loop), tls_context_.get());
+            connection->origin = origin_;
+            return connection;
+        });
+        co_return co_await std::move(acquiring);
     }
 
     void release(std::unique_ptr<Connection> connection, bool reusable) {
         if (connection->origin != origin_) {
-            // A connection to a host redirected away from: not counted any more, dropped.
-        } else if (reusable) {
-            idle_.push_back(std::move(connection));
+            connections_.discard(std::move(connection)); // to a host redirected away from
         } else {
-            --open_connections_;
+            connections_.release(std::move(connection), reusable);
         }
-        connection_freed_.cancel(); // wakes every waiter; each checks again
     }
 
     Task<Result<std::size_t>> read_range(std::uint64_t offset_bytes, std::span<std::byte> dst) override {
@@ -164,24 +131,19 @@ private:
     // presigned URLs and CDNs answer the first request with a redirect. Connections to the old
     // host are dropped as they come back.
     Task<Result<void>> follow_redirect(const std::string& location) {
-        auto parsed = resolve_redirect(url_, location, name_);
-        if (!parsed) {
-            co_return parsed.error();
-        }
-        if (parsed->host != url_.host || parsed->port != url_.port) {
-            auto loop = co_await asio::this_coro::executor;
-            tcp::resolver resolver(loop);
-            auto [ec, endpoints] = co_await resolver.async_resolve(parsed->host, parsed->port, use_task);
-            if (ec) {
-                co_return fail(errc::io_error, name_ + ": redirected to " + parsed->host_header +
-                                                   ", which cannot be resolved: " + ec.message());
+        RL_CO_TRY(parsed, resolve_redirect(url_, location, name_));
+        if (parsed.host != url_.host || parsed.port != url_.port) {
+            auto resolving = resolve_endpoints(parsed.host, parsed.port);
+            auto resolved = co_await std::move(resolving);
+            if (!resolved) {
+                co_return fail(errc::io_error, name_ + ": redirected to " + parsed.host_header +
+                                                   ", which cannot be resolved: " + resolved.error().detail);
             }
-            endpoints_ = std::move(endpoints);
+            endpoints_ = std::move(*resolved);
             ++origin_;
-            idle_.clear();
-            open_connections_ = 0; // those in flight no longer count: they are dropped on release
+            connections_.forget(); // those in flight are dropped on release
         }
-        url_ = std::move(*parsed);
+        url_ = std::move(parsed);
         co_return Result<void>();
     }
 
@@ -196,15 +158,37 @@ private:
             }
             connection.connected = true;
         }
-        auto request = connection.tls ? exchange_on(*connection.tls, connection, reused, offset_bytes, dst)
-                                      : exchange_on(*connection.plain, connection, reused, offset_bytes, dst);
+        std::vector<HttpSourceOptions::Header> headers; // no allocation without a signer
+        if (options_.sign_request) {
+            auto signing = sign(url_);
+            auto signed_headers = co_await std::move(signing);
+            if (!signed_headers) {
+                Exchange failed;
+                failed.failed(signed_headers.error(), FailureKind::fatal);
+                co_return failed;
+            }
+            headers = std::move(*signed_headers);
+        }
+        auto request = connection.stream.visit([&](auto& stream) {
+            return exchange_on(stream, connection, reused, offset_bytes, dst, std::move(headers));
+        });
         co_return co_await std::move(request);
+    }
+
+    // The signer's headers for a GET of `url` (none without a signer).
+    Task<Result<std::vector<HttpSourceOptions::Header>>> sign(Url url) {
+        if (!options_.sign_request) {
+            co_return std::vector<HttpSourceOptions::Header>();
+        }
+        auto signing = options_.sign_request(std::move(url), "GET");
+        co_return co_await std::move(signing);
     }
 
     // Sends a GET for the object (with `range` as its Range header, if given) and reads the
     // response header into `parser`; the body is left to the caller.
     template <class Stream>
     Task<boost::system::error_code> send_get(Stream& stream, Connection& connection, const std::string* range,
+                                             std::vector<HttpSourceOptions::Header> headers,
                                              http::response_parser<http::buffer_body>& parser) {
         http::request<http::empty_body> request{http::verb::get, url_.target, 11};
         request.set(http::field::host, url_.host_header);
@@ -212,10 +196,8 @@ private:
         if (range != nullptr) {
             request.set(http::field::range, *range);
         }
-        if (options_.request_headers) {
-            for (const auto& [name, value] : options_.request_headers(url_, "GET")) {
-                request.set(name, value);
-            }
+        for (const auto& [name, value] : headers) {
+            request.set(name, value);
         }
         parser.body_limit(std::numeric_limits<std::uint64_t>::max());
         connection.tcp().expires_after(options_.timeout);
@@ -230,44 +212,18 @@ private:
         co_return header_ec;
     }
 
-    // TCP connect, then for https the TLS handshake: SNI, ALPN http/1.1, the certificate checked
-    // against the host name (or IP address) unless insecure.
+    // TCP connect, then for https the TLS handshake (connect.hpp) offering ALPN http/1.1.
     Task<Exchange> connect(Connection& connection) {
+        ConnectSettings settings;
+        settings.timeout = options_.timeout;
+        settings.insecure = options_.insecure;
+        settings.alpn = alpn_http1;
         Exchange out;
-        beast::tcp_stream& tcp = connection.tcp();
-        tcp.expires_after(options_.timeout);
-        auto [ec, endpoint] = co_await tcp.async_connect(endpoints_, use_task);
-        if (ec) {
-            out.bytes = fail(errc::io_error, name_ + ": cannot connect to " + url_.host_header + ": " + ec.message());
-            out.retryable = true;
-            co_return out;
-        }
-        // Requests are small writes followed by a read: without NODELAY, Nagle and delayed
-        // ACKs cost up to 200 ms per request.
-        boost::system::error_code ignored;
-        tcp.socket().set_option(tcp::no_delay(true), ignored);
-        if (!connection.tls) {
-            co_return out;
-        }
-        auto& tls = *connection.tls;
-        boost::system::error_code address_ec;
-        asio::ip::make_address(url_.host, address_ec);
-        if (address_ec) { // a name, not an address: SNI (RFC 6066 has no SNI for addresses)
-            ::SSL_set_tlsext_host_name(tls.native_handle(), url_.host.c_str());
-        }
-        static const unsigned char alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-        ::SSL_set_alpn_protos(tls.native_handle(), alpn, sizeof alpn);
-        if (!options_.insecure) {
-            tls.set_verify_callback(asio::ssl::host_name_verification(url_.host));
-        }
-        tcp.expires_after(options_.timeout);
-        auto [handshake_ec] = co_await tls.async_handshake(asio::ssl::stream_base::client, use_task);
-        if (handshake_ec) {
-            // A certificate that does not verify will not verify next time either.
-            out.bytes = fail(errc::io_error, name_ + ": TLS handshake with " + url_.host_header +
-                                                 " failed: " + handshake_ec.message() +
-                                                 (options_.insecure ? "" : " (--ca-file to trust another CA)"));
-            co_return out;
+        auto connecting = connect_stream(connection.stream, endpoints_, url_, settings);
+        auto connected = co_await std::move(connecting);
+        if (!connected) {
+            const NetError& failure = connected.error();
+            out.failed(fail(failure.error.code, name_ + ": " + failure.error.detail), failure.kind);
         }
         co_return out;
     }
@@ -275,27 +231,22 @@ private:
     // One GET with a Range header on an open connection, its body straight into `dst`.
     template <class Stream>
     Task<Exchange> exchange_on(Stream& stream, Connection& connection, bool reused, std::uint64_t offset_bytes,
-                               std::span<std::byte> dst) {
+                               std::span<std::byte> dst, std::vector<HttpSourceOptions::Header> headers) {
         Exchange out;
         const std::string range =
             "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
         http::response_parser<http::buffer_body> parser;
-        auto sending = send_get(stream, connection, &range, parser);
+        auto sending = send_get(stream, connection, &range, std::move(headers), parser);
         const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
-            // A keep-alive connection the server closed meanwhile fails here: worth one retry.
-            out.resend_now = reused;
-            out.retryable = true;
-            out.bytes = object_.range_error("no response: " + read_ec.message(), offset_bytes, dst.size());
+            // A keep-alive connection the server closed meanwhile fails here: worth one resend.
+            out.failed(object_.range_error("no response: " + read_ec.message(), offset_bytes, dst.size()),
+                       reused ? FailureKind::unsent : transport_failure_kind(read_ec));
             co_return out;
         }
         auto& response = parser.get();
-        if (is_redirect(response.result_int())) {
+        if (is_redirect(response.result_int()) && !response[http::field::location].empty()) {
             out.redirect = std::string(response[http::field::location]);
-            if (out.redirect.empty()) {
-                out.bytes = object_.range_error("HTTP " + std::to_string(response.result_int()) + " without a Location",
-                                                offset_bytes, dst.size());
-            }
             co_return out; // the body is not read: the connection is not reusable
         }
         if (!object_.known() && response.result_int() == 200) {
@@ -303,7 +254,8 @@ private:
             // of it here, and serve every read from one streaming GET (sequential_read).
             auto whole = parser.content_length();
             if (!whole || parser.chunked()) {
-                out.bytes = fail(errc::io_error, name_ + ": the server ignores Range and sends no Content-Length");
+                out.failed(fail(errc::io_error, name_ + ": the server ignores Range and sends no Content-Length"),
+                           FailureKind::fatal);
                 co_return out;
             }
             object_.pin_whole(*whole, facts_of(response));
@@ -311,34 +263,56 @@ private:
             co_return out;
         }
         const ResponseFacts facts = facts_of(response);
-        auto checked = object_.check_range(facts, offset_bytes, dst.size());
+        auto checked =
+            is_redirect(facts.status)
+                ? Result<void>(object_.range_error("HTTP " + std::to_string(facts.status) + " without a Location",
+                                                   offset_bytes, dst.size()))
+                : object_.check_range(facts, offset_bytes, dst.size());
         if (!checked) {
-            Error error = checked.error();
-            auto explaining = error_body_summary(connection, parser);
-            const std::string why = co_await std::move(explaining);
-            if (!why.empty()) {
-                error.detail += " (" + why + ")";
-            }
-            out.bytes = error;
-            out.retryable = retryable_status(facts.status);
-            out.retry_after = retry_after_of(facts);
+            auto refusing = refused(connection, parser, checked.error());
+            out = co_await std::move(refusing);
             co_return out; // the body is not read: the connection is not reusable
         }
+        auto reading = read_range_body(connection, parser, offset_bytes, dst);
+        co_return co_await std::move(reading);
+    }
+
+    // A response that is not the range: its error, explained by options_.explain_error when its
+    // body says more (S3's <Code>: <Message>), retried when its status is retryable.
+    Task<Exchange> refused(Connection& connection, http::response_parser<http::buffer_body>& parser, Error error) {
+        Exchange out;
+        const ResponseFacts facts = facts_of(parser.get());
+        auto explaining = explain_refusal(connection, parser);
+        const std::string why = co_await std::move(explaining);
+        if (!why.empty()) {
+            error.detail += " (" + why + ")";
+        }
+        out.failed(std::move(error),
+                   retryable_status(facts.status) ? FailureKind::status_retryable : FailureKind::fatal);
+        out.retry_after = retry_after_of(facts);
+        co_return out;
+    }
+
+    // The 206 body, straight into `dst`.
+    Task<Exchange> read_range_body(Connection& connection, http::response_parser<http::buffer_body>& parser,
+                                   std::uint64_t offset_bytes, std::span<std::byte> dst) {
+        Exchange out;
         const auto content_length = parser.content_length();
         if (!content_length || parser.chunked() || *content_length > dst.size()) {
-            out.bytes =
+            out.failed(
                 object_.range_error("a 206 response whose body is not " + std::to_string(dst.size()) + " bytes long",
-                                    offset_bytes, dst.size());
+                                    offset_bytes, dst.size()),
+                FailureKind::fatal);
             co_return out;
         }
         auto reading = read_body(connection, dst.first(static_cast<std::size_t>(*content_length)));
         auto [body_ec, got] = co_await std::move(reading);
         if (body_ec) {
             // Cut mid-body: what arrived counts; the engine asks again from there.
+            out.kind = transport_failure_kind(body_ec);
             out.bytes = got > 0 ? Result<std::size_t>(got)
                                 : Result<std::size_t>(object_.range_error("the body was cut off: " + body_ec.message(),
                                                                           offset_bytes, dst.size()));
-            out.retryable = true;
             co_return out;
         }
         out.reusable = parser.keep_alive();
@@ -346,19 +320,24 @@ private:
         co_return out;
     }
 
-    // S3 and S3-compatible servers say why they refused in a small XML body (<Code>,
-    // <Message>) of a 4xx: "NoSuchKey", "SignatureDoesNotMatch", "AccessDenied". Otherwise "".
-    Task<std::string> error_body_summary(Connection& connection, http::response_parser<http::buffer_body>& parser) {
+    static FailureKind transport_failure_kind(const boost::system::error_code& ec) {
+        return ec == beast::error::timeout ? FailureKind::timeout : FailureKind::reset;
+    }
+
+    // The hook's reading of a small body of a 4xx (or of a redirect without a Location); "" when
+    // there is no hook or no such body.
+    Task<std::string> explain_refusal(Connection& connection, http::response_parser<http::buffer_body>& parser) {
+        const unsigned status = parser.get().result_int();
         const auto length = parser.content_length();
-        if (parser.get().result_int() < 400 || parser.get().result_int() >= 500 || !length || parser.chunked() ||
-            *length > 64 * 1024) {
+        const bool explained_status = (status >= 400 && status < 500) || is_redirect(status);
+        if (!options_.explain_error || !explained_status || !length || parser.chunked() || *length > 64 * 1024) {
             co_return std::string();
         }
         std::vector<std::byte> body(static_cast<std::size_t>(*length));
         auto reading = read_body(connection, body);
         auto [ec, got] = co_await std::move(reading);
         (void)ec;
-        co_return s3_error_summary(std::string_view(reinterpret_cast<const char*>(body.data()), got));
+        co_return options_.explain_error(status, std::string_view(reinterpret_cast<const char*>(body.data()), got));
     }
 
     template <class Response>
@@ -477,21 +456,21 @@ private:
             co_return connected.bytes.error();
         }
         connection->connected = true;
+        auto signing = sign(url_);
+        RL_CO_TRY(headers, co_await std::move(signing));
         auto requesting =
-            connection->tls ? start_get(*connection->tls, *connection) : start_get(*connection->plain, *connection);
-        auto started = co_await std::move(requesting);
-        if (!started) {
-            co_return started.error();
-        }
+            connection->stream.visit([&](auto& stream) { return start_get(stream, *connection, std::move(headers)); });
+        RL_CO_TRY_VOID(co_await std::move(requesting));
         stream_ = std::move(connection);
         stream_position_ = 0;
         co_return Result<void>();
     }
 
     template <class Stream>
-    Task<Result<void>> start_get(Stream& stream, Connection& connection) {
+    Task<Result<void>> start_get(Stream& stream, Connection& connection,
+                                 std::vector<HttpSourceOptions::Header> headers) {
         http::response_parser<http::buffer_body> parser;
-        auto sending = send_get(stream, connection, nullptr, parser);
+        auto sending = send_get(stream, connection, nullptr, std::move(headers), parser);
         const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
             co_return fail(errc::io_error, name_ + ": no response to a GET: " + read_ec.message());
@@ -527,8 +506,8 @@ private:
         while (got < dst.size()) {
             connection.tcp().expires_after(options_.timeout);
             auto window = asio::buffer(dst.data() + got, dst.size() - got);
-            auto reading = connection.tls ? connection.tls->async_read_some(window, use_task)
-                                          : connection.plain->async_read_some(window, use_task);
+            auto reading =
+                connection.stream.visit([&](auto& stream) { return stream.async_read_some(window, use_task); });
             auto [ec, n] = co_await std::move(reading);
             got += n;
             if (ec) {
@@ -551,24 +530,19 @@ private:
     bool pumping_ = false;
     std::unique_ptr<Connection> stream_;
     std::uint64_t stream_position_ = 0;
-    std::vector<std::unique_ptr<Connection>> idle_;
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
-    std::size_t open_connections_ = 0;
-    asio::steady_timer connection_freed_;
+    ConnectionPool<Connection> connections_;
 };
 
 } // namespace
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,
                                                        HttpSourceOptions options) {
-    auto parsed = parse_http_url(url);
-    if (!parsed) {
-        co_return parsed.error();
-    }
+    RL_CO_TRY(parsed, parse_http_url(url));
     if (options.connections == 0) {
         co_return fail(errc::invalid_argument, url + ": 0 connections");
     }
-    auto source = std::make_unique<HttpSource>(loop, std::move(*parsed), options);
+    auto source = std::make_unique<HttpSource>(loop, std::move(parsed), options);
     auto handing_out = open_and_hand_out(std::move(source));
     co_return co_await std::move(handing_out);
 }

@@ -56,10 +56,7 @@ private:
 template <class ConcreteSource>
 Task<Result<std::unique_ptr<Source>>> open_and_hand_out(std::unique_ptr<ConcreteSource> source) {
     auto opening = source->open();
-    auto opened = co_await std::move(opening);
-    if (!opened) {
-        co_return opened.error();
-    }
+    RL_CO_TRY_VOID(co_await std::move(opening));
     co_return std::unique_ptr<Source>(std::move(source));
 }
 

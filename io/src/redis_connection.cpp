@@ -1,6 +1,8 @@
 // io/src/redis_connection.cpp
 #include "redis_connection.hpp"
 
+#include "connect.hpp"
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 
@@ -52,17 +54,11 @@ Error RedisConnection::protocol_failure(const std::string& what) {
 
 Task<Result<void>> RedisConnection::connect(asio::ip::tcp::resolver::results_type endpoints, const RedisUri& uri) {
     endpoint_ = uri.endpoint();
-    stream_.expires_after(timeout_);
-    auto connecting = stream_.async_connect(endpoints, use_task);
-    auto done = co_await std::move(connecting);
-    auto& [ec, endpoint] = done;
-    (void)endpoint;
+    auto connecting = connect_tcp(stream_, std::move(endpoints), timeout_); // with TCP_NODELAY
+    const boost::system::error_code ec = co_await std::move(connecting);
     if (ec) {
         co_return transport_failure("cannot connect", ec);
     }
-    // Pipelined requests are small writes that wait for their answer: Nagle would hold them.
-    boost::system::error_code ignored;
-    stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
     connected_ = true;
     if (uri.password.empty()) {
         co_return Result<void>();
@@ -74,11 +70,8 @@ Task<Result<void>> RedisConnection::connect(asio::ip::tcp::resolver::results_typ
         append_redis_command(wire, {"AUTH", uri.user, uri.password});
     }
     auto authenticating = exchange(std::move(wire), 1);
-    auto replies = co_await std::move(authenticating);
-    if (!replies) {
-        co_return replies.error();
-    }
-    const redisReply& reply = *replies->front();
+    RL_CO_TRY(replies, co_await std::move(authenticating));
+    const redisReply& reply = *replies.front();
     if (reply.type == REDIS_REPLY_ERROR) {
         // The server's words ("WRONGPASS invalid username-password pair") never hold the password.
         co_return protocol_failure("AUTH refused: " + std::string(reply.str, reply.len));
@@ -113,10 +106,7 @@ Task<Result<void>> RedisConnection::read_more() {
 
 Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire, std::size_t reply_count) {
     auto sending = send(wire);
-    auto sent = co_await std::move(sending);
-    if (!sent) {
-        co_return sent.error();
-    }
+    RL_CO_TRY_VOID(co_await std::move(sending));
     std::vector<RedisReply> replies;
     replies.reserve(reply_count);
     while (replies.size() < reply_count) {
@@ -130,10 +120,7 @@ Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire
         }
         if (buffer_.size() == 0) {
             auto reading = read_more();
-            auto read = co_await std::move(reading);
-            if (!read) {
-                co_return read.error();
-            }
+            RL_CO_TRY_VOID(co_await std::move(reading));
         }
         const auto data = buffer_.data();
         if (redisReaderFeed(reader_, static_cast<const char*>(data.data()), data.size()) != REDIS_OK) {
@@ -158,10 +145,7 @@ Task<Result<std::string>> RedisConnection::read_line() {
             co_return protocol_failure("a reply line longer than 64 KiB");
         }
         auto reading = read_more();
-        auto read = co_await std::move(reading);
-        if (!read) {
-            co_return read.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(reading));
     }
 }
 
@@ -184,29 +168,23 @@ Task<Result<void>> RedisConnection::read_into(std::span<std::byte> dst) {
 
 Task<Result<void>> RedisConnection::read_ranges(std::string wire, std::span<const RedisRangeTarget> targets) {
     auto sending = send(wire);
-    auto sent = co_await std::move(sending);
-    if (!sent) {
-        co_return sent.error();
-    }
+    RL_CO_TRY_VOID(co_await std::move(sending));
     for (const RedisRangeTarget& target : targets) {
         auto reading_line = read_line();
-        auto line = co_await std::move(reading_line);
-        if (!line) {
-            co_return line.error();
-        }
-        if (line->starts_with("-")) {
-            co_return protocol_failure("GETRANGE on key '" + std::string(target.key) + "': " + line->substr(1));
+        RL_CO_TRY(line, co_await std::move(reading_line));
+        if (line.starts_with("-")) {
+            co_return protocol_failure("GETRANGE on key '" + std::string(target.key) + "': " + line.substr(1));
         }
         long long length = -2;
-        if (line->starts_with("$")) {
-            auto [end, ec] = std::from_chars(line->data() + 1, line->data() + line->size(), length);
-            if (ec != std::errc() || end != line->data() + line->size() || length < -1) {
+        if (line.starts_with("$")) {
+            auto [end, ec] = std::from_chars(line.data() + 1, line.data() + line.size(), length);
+            if (ec != std::errc() || end != line.data() + line.size() || length < -1) {
                 length = -2;
             }
         }
         if (length == -2) {
             co_return protocol_failure("GETRANGE on key '" + std::string(target.key) + "': an unexpected reply '" +
-                                       line->substr(0, 40) + "'");
+                                       line.substr(0, 40) + "'");
         }
         if (static_cast<std::size_t>(std::max(length, 0LL)) != target.dst.size()) {
             // The key was replaced, cut or grown since open (the request asks for one byte past
@@ -219,16 +197,10 @@ Task<Result<void>> RedisConnection::read_ranges(std::string wire, std::span<cons
             continue; // nil ("$-1\r\n") has no body and no trailer; "$0\r\n\r\n" has both
         }
         auto reading_body = read_into(target.dst);
-        auto body = co_await std::move(reading_body);
-        if (!body) {
-            co_return body.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(reading_body));
         std::byte trailer[2];
         auto reading_trailer = read_into(trailer);
-        auto got_trailer = co_await std::move(reading_trailer);
-        if (!got_trailer) {
-            co_return got_trailer.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(reading_trailer));
         if (std::memcmp(trailer, "\r\n", 2) != 0) {
             co_return protocol_failure("a bulk reply without its CRLF");
         }

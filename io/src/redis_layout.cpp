@@ -40,20 +40,11 @@ std::string RedisUri::endpoint() const {
     return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port;
 }
 
-Result<RedisUri> parse_redis_uri(std::string_view uri) {
-    constexpr std::string_view scheme = "redis://";
-    if (uri.size() < scheme.size() || !std::equal(scheme.begin(), scheme.end(), uri.begin(), [](char a, char b) {
-            return a == std::tolower(static_cast<unsigned char>(b));
-        })) {
-        return fail(errc::invalid_argument, "not a redis:// URI");
-    }
-    RedisUri out;
-    std::string_view rest = uri.substr(scheme.size());
-    const auto path_start = rest.find('/');
-    std::string_view authority = rest.substr(0, path_start);
-    std::string_view path = path_start == std::string_view::npos ? std::string_view() : rest.substr(path_start);
+namespace {
 
-    // The redacted form is made first, so that no later message can carry the password.
+// Takes the user info off `authority` into out.user / out.password, and makes out.text, the
+// URI with the password redacted: it is made first, so that no later message can carry it.
+Result<void> take_credentials(RedisUri& out, std::string_view& authority, std::string_view path) {
     const auto at = authority.rfind('@');
     std::string_view userinfo = at == std::string_view::npos ? std::string_view() : authority.substr(0, at);
     if (at != std::string_view::npos) {
@@ -82,7 +73,11 @@ Result<RedisUri> parse_redis_uri(std::string_view uri) {
         out.password = std::move(*password);
         out.text = "redis://***@" + std::string(authority) + std::string(path);
     }
+    return {};
+}
 
+// host, [v6 host] or either with :port (6379 when none).
+Result<void> take_host_and_port(RedisUri& out, std::string_view authority) {
     std::string_view host = authority;
     std::string_view port;
     if (!authority.empty() && authority.front() == '[') {
@@ -105,6 +100,25 @@ Result<RedisUri> parse_redis_uri(std::string_view uri) {
     }
     out.host = std::string(host);
     out.port = port.empty() ? "6379" : std::string(port);
+    return {};
+}
+
+} // namespace
+
+Result<RedisUri> parse_redis_uri(std::string_view uri) {
+    constexpr std::string_view scheme = "redis://";
+    if (uri.size() < scheme.size() || !std::equal(scheme.begin(), scheme.end(), uri.begin(), [](char a, char b) {
+            return a == std::tolower(static_cast<unsigned char>(b));
+        })) {
+        return fail(errc::invalid_argument, "not a redis:// URI");
+    }
+    RedisUri out;
+    std::string_view rest = uri.substr(scheme.size());
+    const auto path_start = rest.find('/');
+    std::string_view authority = rest.substr(0, path_start);
+    std::string_view path = path_start == std::string_view::npos ? std::string_view() : rest.substr(path_start);
+    RL_TRY_VOID(take_credentials(out, authority, path));
+    RL_TRY_VOID(take_host_and_port(out, authority));
 
     // tensorizer takes the path without its leading slashes as the prefix. A query or fragment
     // would silently fall off there; here it is refused.

@@ -3,6 +3,7 @@
 
 #include "posix_file.hpp"
 #include "redis_connection.hpp" // append_redis_command, RedisReply
+#include "retry_policy.hpp"
 #include "ringload/io/redis_layout.hpp"
 
 #include <hiredis/hiredis.h>
@@ -44,7 +45,7 @@ public:
         timeval tv{};
         tv.tv_sec = static_cast<time_t>(options_.timeout_seconds);
         tv.tv_usec = static_cast<suseconds_t>((options_.timeout_seconds - static_cast<double>(tv.tv_sec)) * 1e6);
-        std::minstd_rand random{std::random_device{}()};
+        Backoff backoff; // the network sources' backoff: 100 ms doubling up to 5 s, with jitter
         const std::size_t attempts = std::max<std::size_t>(options_.attempts, 1);
         for (std::size_t attempt = 1;; ++attempt) {
             context_.reset(redisConnectWithTimeout(uri_.host.c_str(), std::stoi(uri_.port), tv));
@@ -59,9 +60,7 @@ public:
                                                 ": cannot connect: " + context_->errstr + " (gave up after " +
                                                 std::to_string(attempt) + " attempts)");
             }
-            const long long delay = std::min<long long>(100LL << std::min<std::size_t>(attempt - 1, 20), 5'000);
-            std::uniform_int_distribution<long long> jitter(delay / 2, delay);
-            std::this_thread::sleep_for(std::chrono::milliseconds(jitter(random)));
+            std::this_thread::sleep_for(backoff.delay(attempt)); // a blocking client: it sleeps
         }
         if (redisSetTimeout(context_.get(), tv) != REDIS_OK) {
             return fail(errc::io_error, uri_.text + ": " + uri_.endpoint() + ": cannot set the timeout");

@@ -1,15 +1,17 @@
 // io/src/redis_source.cpp
 #include "ringload/io/redis_source.hpp"
 
+#include "connect.hpp"
+#include "connection_pool.hpp"
 #include "network_source.hpp"
 #include "redis_connection.hpp"
+#include "retry_policy.hpp"
 #include "ringload/io/redis_layout.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
-#include <random>
 
 namespace ringload {
 namespace {
@@ -26,9 +28,7 @@ public:
         : uri_(std::move(uri)),
           options_(options),
           timeout_(static_cast<long long>(options.timeout_seconds * 1000)),
-          connection_freed_(loop) {
-        connection_freed_.expires_at(asio::steady_timer::time_point::max());
-    }
+          connections_(loop.get_executor(), options.connections) {}
 
     const std::string& name() const override { return uri_.text; }
     std::uint64_t size_bytes() const override { return size_bytes_; }
@@ -42,28 +42,23 @@ public:
 
     // Resolves the host, lists the keys under the prefix and learns their lengths.
     Task<Result<void>> open() {
-        auto loop = co_await asio::this_coro::executor;
-        tcp::resolver resolver(loop);
-        auto resolving = resolver.async_resolve(uri_.host, uri_.port, use_task);
+        auto resolving = resolve_endpoints(uri_.host, uri_.port);
         auto resolved = co_await std::move(resolving);
-        auto& [ec, endpoints] = resolved;
-        if (ec) {
-            co_return fail(errc::io_error, uri_.text + ": cannot resolve " + uri_.host + ": " + ec.message());
+        if (!resolved) {
+            co_return fail(errc::io_error,
+                           uri_.text + ": cannot resolve " + uri_.host + ": " + resolved.error().detail);
         }
-        endpoints_ = std::move(endpoints);
+        endpoints_ = std::move(*resolved);
 
         auto listing = list_keys();
-        auto names = co_await std::move(listing);
-        if (!names) {
-            co_return names.error();
-        }
-        if (names->empty()) {
+        RL_CO_TRY(names, co_await std::move(listing));
+        if (names.empty()) {
             co_return fail(errc::not_found, uri_.text + ": no keys under the prefix '" + uri_.prefix +
                                                 "' (SCAN MATCH " + redis_scan_pattern(uri_.prefix) + " found none)");
         }
         std::vector<RedisKeyRange> keys;
-        keys.reserve(names->size());
-        for (std::string& key : *names) {
+        keys.reserve(names.size());
+        for (std::string& key : names) {
             auto offset = redis_key_offset(key);
             if (!offset) {
                 co_return fail(errc::format_error,
@@ -78,12 +73,9 @@ public:
                 append_redis_command(wire, {"STRLEN", keys[i].key});
             }
             auto asking = command(std::move(wire), count);
-            auto replies = co_await std::move(asking);
-            if (!replies) {
-                co_return replies.error();
-            }
+            RL_CO_TRY(replies, co_await std::move(asking));
             for (std::size_t i = 0; i < count; ++i) {
-                const redisReply& reply = *(*replies)[i];
+                const redisReply& reply = *replies[i];
                 if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 0) {
                     co_return fail(errc::format_error,
                                    uri_.text + ": STRLEN of key '" + keys[first + i].key + "': " +
@@ -93,11 +85,8 @@ public:
                 keys[first + i].length_bytes = static_cast<std::uint64_t>(reply.integer);
             }
         }
-        auto tiled = tile_redis_keys(keys, uri_.prefix, uri_.text);
-        if (!tiled) {
-            co_return tiled.error();
-        }
-        size_bytes_ = *tiled;
+        RL_CO_TRY(tiled, tile_redis_keys(keys, uri_.prefix, uri_.text));
+        size_bytes_ = tiled;
         // Empty keys hold no bytes: reads never need them.
         std::erase_if(keys, [](const RedisKeyRange& k) { return k.length_bytes == 0; });
         keys_ = std::move(keys);
@@ -115,11 +104,8 @@ private:
             std::string wire;
             append_redis_command(wire, {"SCAN", cursor, "MATCH", pattern, "COUNT", count});
             auto asking = command(std::move(wire), 1);
-            auto replies = co_await std::move(asking);
-            if (!replies) {
-                co_return replies.error();
-            }
-            const redisReply& reply = *replies->front();
+            RL_CO_TRY(replies, co_await std::move(asking));
+            const redisReply& reply = *replies.front();
             if (reply.type == REDIS_REPLY_ERROR) {
                 co_return fail(errc::io_error, uri_.text + ": SCAN: " + std::string(reply.str, reply.len));
             }
@@ -168,10 +154,7 @@ private:
             ++key;
         }
         auto reading = ranges(std::move(wire), targets);
-        auto read = co_await std::move(reading);
-        if (!read) {
-            co_return read.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(reading));
         co_return static_cast<std::size_t>(position - offset_bytes);
     }
 
@@ -181,10 +164,7 @@ private:
     }
     Task<Result<void>> ranges(std::string wire, std::span<const RedisRangeTarget> targets) {
         auto sending = round_trip(std::move(wire), 0, targets);
-        auto replies = co_await std::move(sending);
-        if (!replies) {
-            co_return replies.error();
-        }
+        RL_CO_TRY_VOID(co_await std::move(sending));
         co_return Result<void>();
     }
 
@@ -224,48 +204,21 @@ private:
                 error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
                 co_return error;
             }
-            auto pause = backoff(attempt);
+            auto pause = pause_before_retry(backoff_, attempt, std::chrono::milliseconds(0));
             co_await std::move(pause);
         }
     }
 
     Task<std::unique_ptr<RedisConnection>> acquire() {
-        for (;;) {
-            if (!idle_.empty()) {
-                auto connection = std::move(idle_.back());
-                idle_.pop_back();
-                co_return connection;
-            }
-            if (open_connections_ < std::max<std::size_t>(options_.connections, 1)) {
-                ++open_connections_;
-                auto loop = co_await asio::this_coro::executor;
-                co_return std::make_unique<RedisConnection>(loop, uri_.text, timeout_);
-            }
-            auto waited = co_await connection_freed_.async_wait(use_task);
-            (void)waited;
-        }
+        auto acquiring = connections_.acquire([this](asio::any_io_executor loop) {
+            return std::make_unique<RedisConnection>(std::move(loop), uri_.text, timeout_);
+        });
+        co_return co_await std::move(acquiring);
     }
 
     void release(std::unique_ptr<RedisConnection> connection, bool reusable) {
-        if (reusable && connection->connected()) {
-            idle_.push_back(std::move(connection));
-        } else {
-            --open_connections_;
-        }
-        connection_freed_.cancel(); // wakes every waiter; each checks again
-    }
-
-    // Exponential backoff with jitter: 100 ms * 2^(attempt-1), at most 5 s, then a random point
-    // in its upper half.
-    Task<void> backoff(std::size_t attempt) {
-        const auto exponent = std::min<std::size_t>(attempt - 1, 20);
-        const long long delay = std::min<long long>(100LL << exponent, 5'000);
-        std::uniform_int_distribution<long long> jitter(delay / 2, delay);
-        auto loop = co_await asio::this_coro::executor;
-        asio::steady_timer timer(loop);
-        timer.expires_after(std::chrono::milliseconds(jitter(random_)));
-        auto waited = co_await timer.async_wait(use_task);
-        (void)waited;
+        const bool keep = reusable && connection->connected();
+        connections_.release(std::move(connection), keep);
     }
 
     RedisUri uri_;
@@ -274,10 +227,8 @@ private:
     tcp::resolver::results_type endpoints_;
     std::vector<RedisKeyRange> keys_; // non-empty keys, by offset: they tile [0, size_bytes_)
     std::uint64_t size_bytes_ = 0;
-    std::vector<std::unique_ptr<RedisConnection>> idle_;
-    std::size_t open_connections_ = 0;
-    asio::steady_timer connection_freed_;
-    std::minstd_rand random_{std::random_device{}()};
+    ConnectionPool<RedisConnection> connections_;
+    Backoff backoff_; // 100 ms doubling up to 5 s, with jitter
 };
 
 } // namespace

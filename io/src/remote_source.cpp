@@ -53,13 +53,11 @@ Task<Result<std::unique_ptr<Source>>> open_remote_source(asio::io_context& loop,
         if (try_http2) {
             Http2SourceOptions http2;
             http2.streams_per_connection = options.streams_per_connection;
+            // automatic: the HTTP/2 source hands over to HTTP/1.1 when ALPN chooses it (or the
+            // server ignores Range over HTTP/2).
             http2.allow_http1 = options.http_version == HttpVersion::automatic;
-            auto opening = open_http2_source(loop, uri, http_source_options(options), http2);
-            auto opened = co_await std::move(opening);
-            if (opened || !http2.allow_http1 || opened.error().code != errc::unsupported) {
-                co_return opened;
-            }
-            // The server chose http/1.1 in ALPN (or ignores Range over HTTP/2).
+            auto opening = open_http2_source(loop, std::move(uri), http_source_options(options), http2);
+            co_return co_await std::move(opening);
         }
         auto opening = open_http_source(loop, std::move(uri), http_source_options(options));
         co_return co_await std::move(opening);

@@ -1,97 +1,62 @@
 // io/src/s3_connection.cpp
 #include "ringload/io/s3_connection.hpp"
 
+#include "connect.hpp"
+#include "retry_policy.hpp"
 #include "ringload/io/s3_error.hpp"
 #include "ringload/io/s3_signer.hpp"
 
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/http/span_body.hpp>
 
 #include <optional>
-#include <random>
 
 namespace ringload {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
-using tcp = asio::ip::tcp;
 
-Result<std::unique_ptr<asio::ssl::context>> make_s3_tls_context(const std::string& ca_file, bool insecure) {
-    auto context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
-    boost::system::error_code ec;
-    context->set_default_verify_paths(ec);
-    if (!ca_file.empty()) {
-        context->load_verify_file(ca_file, ec);
-        if (ec) {
-            return fail(errc::invalid_argument, ca_file + ": cannot load CA certificates (PEM): " + ec.message());
-        }
-    }
-    context->set_verify_mode(insecure ? asio::ssl::verify_none : asio::ssl::verify_peer);
-    return context;
+bool S3Response::retryable() const {
+    return status == 0 || retryable_status(status);
 }
 
 struct S3Connection::Impl {
     Impl(asio::io_context& loop_, const S3Config& config_, asio::ssl::context* tls_context_, Url origin_,
-         std::chrono::milliseconds timeout_)
-        : loop(loop_), config(config_), tls_context(tls_context_), origin(std::move(origin_)), timeout(timeout_) {}
+         std::chrono::milliseconds timeout_, bool insecure_)
+        : loop(loop_),
+          config(config_),
+          tls_context(tls_context_),
+          origin(std::move(origin_)),
+          timeout(timeout_),
+          insecure(insecure_) {}
 
-    beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+    beast::tcp_stream& tcp() { return link->tcp(); }
 
     void close() {
-        plain.reset();
-        tls.reset();
+        link.reset();
         buffer.clear();
     }
 
-    // TCP, then for https TLS with SNI and the certificate checked against the host name.
-    Task<std::string> connect() {
+    // Resolve, TCP, then for https TLS (connect.hpp).
+    Task<Result<void>> connect() {
         close();
-        if (tls_context != nullptr) {
-            tls.emplace(loop, *tls_context);
-        } else {
-            plain.emplace(loop);
+        link.emplace(loop.get_executor(), tls_context);
+        auto resolving = resolve_endpoints(origin.host, origin.port);
+        auto endpoints = co_await std::move(resolving);
+        if (!endpoints) {
+            co_return fail(errc::io_error, "cannot resolve " + origin.host + ": " + endpoints.error().detail);
         }
-        tcp::resolver resolver(loop);
-        auto resolve_done = co_await resolver.async_resolve(origin.host, origin.port, use_task);
-        auto& [resolve_ec, endpoints] = resolve_done;
-        if (resolve_ec) {
-            co_return "cannot resolve " + origin.host + ": " + resolve_ec.message();
+        ConnectSettings settings;
+        settings.timeout = timeout;
+        settings.insecure = insecure;
+        auto connecting = connect_stream(*link, std::move(*endpoints), origin, settings);
+        auto connected = co_await std::move(connecting);
+        if (!connected) {
+            co_return connected.error().error;
         }
-        tcp().expires_after(timeout);
-        auto connect_done = co_await tcp().async_connect(endpoints, use_task);
-        auto& [connect_ec, endpoint] = connect_done;
-        (void)endpoint;
-        if (connect_ec) {
-            co_return "cannot connect to " + origin.host_header + ": " + connect_ec.message();
-        }
-        boost::system::error_code ignored;
-        tcp().socket().set_option(tcp::no_delay(true), ignored);
-        if (!tls) {
-            co_return "";
-        }
-        boost::system::error_code address_ec;
-        asio::ip::make_address(origin.host, address_ec);
-        if (address_ec) {
-            ::SSL_set_tlsext_host_name(tls->native_handle(), origin.host.c_str());
-        }
-        // make_s3_tls_context leaves verification off only when asked to (insecure).
-        if (::SSL_CTX_get_verify_mode(tls_context->native_handle()) != SSL_VERIFY_NONE) {
-            tls->set_verify_callback(asio::ssl::host_name_verification(origin.host));
-        }
-        tcp().expires_after(timeout);
-        auto handshake_done = co_await tls->async_handshake(asio::ssl::stream_base::client, use_task);
-        auto& [handshake_ec] = handshake_done;
-        if (handshake_ec) {
-            co_return "TLS handshake with " + origin.host_header + " failed: " + handshake_ec.message();
-        }
-        co_return "";
+        co_return Result<void>();
     }
 
     template <class Stream>
@@ -137,34 +102,34 @@ struct S3Connection::Impl {
     asio::ssl::context* tls_context;
     Url origin;
     std::chrono::milliseconds timeout;
-    std::optional<beast::tcp_stream> plain;
-    std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
+    bool insecure;
+    std::optional<ClientStream> link; // none while closed
     beast::flat_buffer buffer;
-    std::minstd_rand random{std::random_device{}()};
+    Backoff backoff;
 };
 
 S3Connection::S3Connection(asio::io_context& loop, const S3Config& config, asio::ssl::context* tls, Url origin,
-                           std::chrono::milliseconds timeout)
-    : impl_(std::make_unique<Impl>(loop, config, tls, std::move(origin), timeout)) {}
+                           std::chrono::milliseconds timeout, bool insecure)
+    : impl_(std::make_unique<Impl>(loop, config, tls, std::move(origin), timeout, insecure)) {}
 
 S3Connection::~S3Connection() = default;
 
 Task<S3Response> S3Connection::send(std::string method, std::string target, std::span<const std::byte> body,
                                     std::string content_type) {
     Impl& impl = *impl_;
-    if (!impl.plain && !impl.tls) {
+    if (!impl.link) {
         auto connecting = impl.connect();
-        std::string failure = co_await std::move(connecting);
-        if (!failure.empty()) {
+        auto connected = co_await std::move(connecting);
+        if (!connected) {
             impl.close();
             S3Response out;
-            out.failure = std::move(failure);
+            out.failure = std::move(connected.error().detail);
             co_return out;
         }
     }
     http::request<http::span_body<const char>> request{http::string_to_verb(method), target, 11};
     request.set(http::field::host, impl.origin.host_header);
-    request.set(http::field::user_agent, "ringload/0.1");
+    request.set(http::field::user_agent, user_agent);
     if (!content_type.empty()) {
         request.set(http::field::content_type, content_type);
     }
@@ -175,7 +140,7 @@ Task<S3Response> S3Connection::send(std::string method, std::string target, std:
     }
     request.body() = std::span<const char>(reinterpret_cast<const char*>(body.data()), body.size());
     request.prepare_payload();
-    auto exchanging = impl.tls ? impl.exchange(*impl.tls, request) : impl.exchange(*impl.plain, request);
+    auto exchanging = impl.link->visit([&](auto& stream) { return impl.exchange(stream, request); });
     co_return co_await std::move(exchanging);
 }
 
@@ -191,13 +156,9 @@ Task<S3Response> S3Connection::send_with_retries(std::string method, std::string
             }
             co_return response;
         }
-        // Exponential backoff with jitter, as the range reads do: 100 ms doubling up to 5 s.
-        const long long ceiling = std::min<long long>(100LL << std::min<std::size_t>(attempt - 1, 6), 5'000);
-        std::uniform_int_distribution<long long> jitter(ceiling / 2, ceiling);
-        asio::steady_timer timer(impl_->loop);
-        timer.expires_after(std::chrono::milliseconds(jitter(impl_->random)));
-        auto waited = co_await timer.async_wait(use_task);
-        (void)waited;
+        // The range reads' backoff: 100 ms doubling up to 5 s, with jitter.
+        auto pause = pause_before_retry(impl_->backoff, attempt, std::chrono::milliseconds(0));
+        co_await std::move(pause);
     }
 }
 

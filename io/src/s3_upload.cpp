@@ -6,6 +6,7 @@
 #include "ringload/io/s3_connection.hpp"
 #include "ringload/io/s3_error.hpp"
 #include "ringload/io/sigv4.hpp"
+#include "tls_context.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -98,6 +99,16 @@ struct Endpoint {
     Url origin;         // scheme, host and port of every request
     std::string target; // the object's path, encoded
     std::unique_ptr<asio::ssl::context> tls;
+    std::chrono::milliseconds timeout{0};
+    bool insecure = false;
+
+    std::unique_ptr<S3Connection> connect(asio::io_context& loop) const {
+        return std::make_unique<S3Connection>(loop, config, tls.get(), origin, timeout, insecure);
+    }
+    // A failure of the upload to `uri`, with where the credentials came from.
+    Error failed(const std::string& uri, const std::string& what) const {
+        return fail(errc::io_error, uri + ": " + what + " (credentials: " + config.credentials_from + ")");
+    }
 };
 
 Result<Endpoint> endpoint_for(const std::string& uri, const NetworkOptions& options) {
@@ -108,8 +119,10 @@ Result<Endpoint> endpoint_for(const std::string& uri, const NetworkOptions& opti
     }
     RL_TRY(url, parse_http_url(s3_object_url(*config, location)));
     Endpoint endpoint{std::move(*config), url, url.target, nullptr};
+    endpoint.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
+    endpoint.insecure = options.insecure;
     if (url.scheme == "https") {
-        RL_TRY(tls, make_s3_tls_context(options.ca_file, options.insecure));
+        RL_TRY(tls, make_client_tls_context(options.ca_file, options.insecure));
         endpoint.tls = std::move(tls);
     }
     return endpoint;
@@ -134,88 +147,54 @@ Task<void> run_uploaders(asio::io_context& loop, MultipartUpload& upload,
     }
 }
 
-} // namespace
-
-Task<Result<std::string>> upload_s3_object(asio::io_context& loop, std::string local_path, std::string uri,
-                                           NetworkOptions options) {
-    auto found = endpoint_for(uri, options);
-    if (!found) {
-        co_return found.error();
-    }
-    Endpoint& endpoint = *found;
-    const auto timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
-    const std::size_t attempts = std::max<std::size_t>(options.attempts, 1);
-
-    MultipartUpload upload;
+// Opens the file and sizes its parts (at least 5 MiB, at most 10,000 of them).
+Result<posix::FileDescriptor> open_for_upload(MultipartUpload& upload, const std::string& local_path,
+                                              const std::string& uri, const NetworkOptions& options) {
     upload.path = local_path;
     posix::FileDescriptor file(::open(local_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!file.valid()) {
-        co_return posix::errno_error(local_path, "cannot open the file to upload", errno);
+        return posix::errno_error(local_path, "cannot open the file to upload", errno);
     }
     struct stat facts {};
     if (::fstat(file.get(), &facts) != 0) {
-        co_return posix::errno_error(local_path, "cannot stat the file to upload", errno);
+        return posix::errno_error(local_path, "cannot stat the file to upload", errno);
     }
     upload.fd = file.get();
     upload.size_bytes = static_cast<std::uint64_t>(facts.st_size);
     upload.part_size_bytes = options.range_size_bytes != 0 ? options.range_size_bytes : s3_part_size_bytes_default;
     if (upload.part_size_bytes < s3_part_size_bytes_min) {
-        co_return fail(errc::invalid_argument, uri + ": S3 parts must be at least 5 MiB, not " +
-                                                   std::to_string(upload.part_size_bytes) + " bytes");
+        return fail(errc::invalid_argument, uri + ": S3 parts must be at least 5 MiB, not " +
+                                                std::to_string(upload.part_size_bytes) + " bytes");
     }
     while ((upload.size_bytes + upload.part_size_bytes - 1) / upload.part_size_bytes > s3_part_count_max) {
         upload.part_size_bytes *= 2;
     }
-    upload.object_target = endpoint.target;
-    upload.attempts = attempts;
+    upload.attempts = std::max<std::size_t>(options.attempts, 1);
+    return file;
+}
 
-    S3Connection control(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout);
-    auto failed = [&](const std::string& what) {
-        return fail(errc::io_error, uri + ": " + what + " (credentials: " + endpoint.config.credentials_from + ")");
-    };
-
-    if (upload.size_bytes <= upload.part_size_bytes) {
-        // One request: it replaces the object in one step, so it too appears whole or not at all.
-        auto bytes = read_range(upload, 0, static_cast<std::size_t>(upload.size_bytes));
-        if (!bytes) {
-            co_return bytes.error();
-        }
-        auto putting =
-            control.send_with_retries("PUT", upload.object_target, *bytes, "application/octet-stream", attempts);
-        S3Response put = co_await std::move(putting);
-        if (!put.ok()) {
-            co_return failed("PutObject failed: " + put.failure);
-        }
-        co_return std::string("S3 PutObject");
+// One request: it replaces the object in one step, so it too appears whole or not at all.
+Task<Result<std::string>> put_object(MultipartUpload& upload, S3Connection& control, const Endpoint& endpoint,
+                                     std::string uri) {
+    RL_CO_TRY(bytes, read_range(upload, 0, static_cast<std::size_t>(upload.size_bytes)));
+    auto putting =
+        control.send_with_retries("PUT", upload.object_target, bytes, "application/octet-stream", upload.attempts);
+    S3Response put = co_await std::move(putting);
+    if (!put.ok()) {
+        co_return endpoint.failed(uri, "PutObject failed: " + put.failure);
     }
+    co_return std::string("S3 PutObject");
+}
 
-    auto creating =
-        control.send_with_retries("POST", upload.object_target + "?uploads=", {}, "application/octet-stream", attempts);
-    S3Response created = co_await std::move(creating);
-    const auto id_start = created.body.find("<UploadId>");
-    const auto id_end = created.body.find("</UploadId>");
-    if (!created.ok() || id_start == std::string::npos || id_end == std::string::npos) {
-        co_return failed("CreateMultipartUpload failed: " +
-                         (created.ok() ? std::string("the answer has no UploadId") : created.failure));
-    }
-    upload.upload_id = created.body.substr(id_start + 10, id_end - id_start - 10);
-    upload.part_count =
-        static_cast<std::size_t>((upload.size_bytes + upload.part_size_bytes - 1) / upload.part_size_bytes);
-    upload.etags.resize(upload.part_count);
-
-    std::vector<std::unique_ptr<S3Connection>> connections;
-    const std::size_t uploader_count = std::clamp<std::size_t>(options.connections, 1, 4);
-    for (std::size_t i = 0; i < std::min(uploader_count, upload.part_count); ++i) {
-        connections.push_back(
-            std::make_unique<S3Connection>(loop, endpoint.config, endpoint.tls.get(), endpoint.origin, timeout));
-    }
-    auto uploading = run_uploaders(loop, upload, connections);
-    co_await std::move(uploading);
-
+// CompleteMultipartUpload when every part went up, else (or when completing fails)
+// AbortMultipartUpload, so that no parts stay stored.
+Task<Result<std::string>> finish_multipart(MultipartUpload& upload, S3Connection& control, const Endpoint& endpoint,
+                                           std::string uri) {
     const std::string upload_target = upload.object_target + "?uploadId=" + sigv4_uri_encode(upload.upload_id, false);
     if (!upload.error) {
         const std::string body = complete_body(upload);
-        auto completing = control.send_with_retries("POST", upload_target, bytes_of(body), "application/xml", attempts);
+        auto completing =
+            control.send_with_retries("POST", upload_target, bytes_of(body), "application/xml", upload.attempts);
         S3Response completed = co_await std::move(completing);
         // S3 may answer 200 and still fail: the error is then in the body.
         const std::string late_error = completed.ok() ? s3_error_summary(completed.body) : "";
@@ -225,12 +204,59 @@ Task<Result<std::string>> upload_s3_object(asio::io_context& loop, std::string l
         }
         upload.error = "CompleteMultipartUpload failed: " + (late_error.empty() ? completed.failure : late_error);
     }
-    auto aborting = control.send_with_retries("DELETE", upload_target, {}, "", attempts);
+    auto aborting = control.send_with_retries("DELETE", upload_target, {}, "", upload.attempts);
     S3Response aborted = co_await std::move(aborting);
-    co_return failed(*upload.error + (aborted.ok() ? "; the upload was aborted, nothing was written"
-                                                   : "; aborting the upload failed too (" + aborted.failure +
-                                                         "): its parts may stay stored until a lifecycle rule "
-                                                         "removes them"));
+    co_return endpoint.failed(uri,
+                              *upload.error + (aborted.ok() ? "; the upload was aborted, nothing was written"
+                                                            : "; aborting the upload failed too (" + aborted.failure +
+                                                                  "): its parts may stay stored until a "
+                                                                  "lifecycle rule removes them"));
+}
+
+// CreateMultipartUpload, the parts on up to `connections` (at most 4) at once, then finish_multipart.
+Task<Result<std::string>> upload_multipart(asio::io_context& loop, MultipartUpload& upload, S3Connection& control,
+                                           const Endpoint& endpoint, std::string uri, std::size_t connections) {
+    auto creating = control.send_with_retries("POST", upload.object_target + "?uploads=", {},
+                                              "application/octet-stream", upload.attempts);
+    S3Response created = co_await std::move(creating);
+    const auto id_start = created.body.find("<UploadId>");
+    const auto id_end = created.body.find("</UploadId>");
+    if (!created.ok() || id_start == std::string::npos || id_end == std::string::npos) {
+        co_return endpoint.failed(uri,
+                                  "CreateMultipartUpload failed: " +
+                                      (created.ok() ? std::string("the answer has no UploadId") : created.failure));
+    }
+    upload.upload_id = created.body.substr(id_start + 10, id_end - id_start - 10);
+    upload.part_count =
+        static_cast<std::size_t>((upload.size_bytes + upload.part_size_bytes - 1) / upload.part_size_bytes);
+    upload.etags.resize(upload.part_count);
+
+    std::vector<std::unique_ptr<S3Connection>> uploaders;
+    const std::size_t uploader_count = std::clamp<std::size_t>(connections, 1, 4);
+    for (std::size_t i = 0; i < std::min(uploader_count, upload.part_count); ++i) {
+        uploaders.push_back(endpoint.connect(loop));
+    }
+    auto uploading = run_uploaders(loop, upload, uploaders);
+    co_await std::move(uploading);
+    auto finishing = finish_multipart(upload, control, endpoint, uri);
+    co_return co_await std::move(finishing);
+}
+
+} // namespace
+
+Task<Result<std::string>> upload_s3_object(asio::io_context& loop, std::string local_path, std::string uri,
+                                           NetworkOptions options) {
+    RL_CO_TRY(endpoint, endpoint_for(uri, options));
+    MultipartUpload upload;
+    RL_CO_TRY(file, open_for_upload(upload, local_path, uri, options));
+    upload.object_target = endpoint.target;
+    auto control = endpoint.connect(loop);
+    if (upload.size_bytes <= upload.part_size_bytes) {
+        auto putting = put_object(upload, *control, endpoint, uri);
+        co_return co_await std::move(putting);
+    }
+    auto uploading = upload_multipart(loop, upload, *control, endpoint, uri, options.connections);
+    co_return co_await std::move(uploading);
 }
 
 } // namespace ringload

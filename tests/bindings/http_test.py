@@ -9,13 +9,21 @@ and a redirect loop is refused; every fixture loads over https (TLS, nginx's sel
 certificate trusted with --ca-file; HTTP/2 chosen by ALPN, HTTP/1.1 when asked), which fails
 without it and works with --insecure; every fixture loads over h2c (HTTP/2 cleartext, prior
 knowledge) with several connections and streams; a missing object and a closed port fail with
-one clear line naming the URL, and so does h2c spoken to an HTTP/1.1-only port. Exits 77 (skipped, with the reason) where nginx is not installed.
+one clear line naming the URL, and so does h2c spoken to an HTTP/1.1-only port. An https server
+whose ALPN offers http/1.1 only (Python's, here) is read over HTTP/1.1 when the version is
+automatic and refused clearly with --http-version 2; --ca-file takes a c_rehash directory. Exits 77
+(skipped, with the reason) where nginx is not installed.
 """
+import http.server
 import json
 import os
+import re
+import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
@@ -29,6 +37,44 @@ check = checks.check
 
 def run(*args):
     return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=300)
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """GET with one 'bytes=A-B' range over keep-alive HTTP/1.1: what the HTTP/1.1 source needs."""
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        path = self.translate_path(self.path)
+        if not os.path.isfile(path):
+            self.send_error(404)
+            return
+        size = os.path.getsize(path)
+        match = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        first, last = (int(match[1]), min(int(match[2]), size - 1)) if match else (0, size - 1)
+        self.send_response(206 if match else 200)
+        if match:
+            self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(last - first + 1))
+        self.send_header("ETag", '"fixed"')
+        self.end_headers()
+        with open(path, "rb") as f:
+            f.seek(first)
+            self.wfile.write(f.read(last - first + 1))
+
+    def log_message(self, *args):
+        pass
+
+
+def https_http1_only(root, cert, key):
+    """An https server on 127.0.0.1 whose ALPN offers http/1.1 alone; returns it serving."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["http/1.1"])
+    handler = lambda *a, **k: RangeHandler(*a, directory=root, **k)  # noqa: E731
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
 
 
 try:
@@ -152,6 +198,28 @@ with server, tempfile.TemporaryDirectory() as secrets:
     check("https --insecure", out.returncode == 0, out.stderr)
     out = run("load", tls_url, "--ca-file", "/nonexistent.pem")
     check("https bad --ca-file", out.returncode != 0 and "/nonexistent.pem" in out.stderr, out.stderr)
+    with tempfile.TemporaryDirectory() as ca_dir:  # --ca-file DIR: hashed names, as c_rehash makes
+        subject_hash = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", server.tls_cert],
+                                      capture_output=True, text=True, check=True).stdout.strip()
+        shutil.copy(server.tls_cert, os.path.join(ca_dir, subject_hash + ".0"))
+        out = run("load", tls_url, "--verify", "--ca-file", ca_dir)
+        check("https --ca-file DIR", out.returncode == 0, out.stderr)
+
+    # A server whose ALPN offers http/1.1 alone: automatic falls back to HTTP/1.1; asking for 2 fails.
+    http1_only = https_http1_only(DATA, server.tls_cert, os.path.join(server.prefix, "key.pem"))
+    try:
+        only_url = f"https://127.0.0.1:{http1_only.server_address[1]}/tensorizer/large_mixed_v2.tensors"
+        out = run("load", only_url, "--json", "--sha256", "--verify", "--ca-file", server.tls_cert)
+        got = json.loads(out.stdout) if out.returncode == 0 else {"how": "", "tensors": []}
+        check("https, ALPN http/1.1 only: automatic reads over HTTP/1.1", got["how"].startswith("HTTP/1.1"),
+              out.stderr + got["how"])
+        check("https, ALPN http/1.1 only: the manifest's values",
+              [t["sha256"] for t in got["tensors"]] == large_want, out.stderr)
+        out = run("load", only_url, "--http-version", "2", "--ca-file", server.tls_cert)
+        check("https, ALPN http/1.1 only: --http-version 2 refused", out.returncode != 0 and
+              "does not speak HTTP/2" in out.stderr and out.stderr.count("\n") == 1, out.stderr)
+    finally:
+        http1_only.shutdown()
 
     missing = f"{server.http_url}/tensorizer/missing.tensors"
     closed = f"http://127.0.0.1:{free_port()}/x.tensors"

@@ -21,8 +21,9 @@ namespace ringload {
 
 struct Http2SourceOptions {
     std::size_t streams_per_connection = 1;
-    // https: offer http/1.1 besides h2 in ALPN; a server that picks it fails open() with
-    // errc::unsupported, so that the caller can use the HTTP/1.1 source instead.
+    // https: offer http/1.1 besides h2 in ALPN; a server that picks it (or ignores Range over
+    // HTTP/2) is then read by the HTTP/1.1 source (open_http_source) instead. Without it such a
+    // server fails open() with errc::unsupported.
     bool allow_http1 = false;
 };
 

@@ -15,7 +15,7 @@
 // where they led. https: SNI, ALPN http/1.1, certificates verified against the system store
 // (plus ca_file) and the host name. A server that ignores Range (200 to the first request) is
 // read through one streaming GET, serving reads in offset order (restarted from byte 0 for a
-// read behind it, or after a failure). Not yet: HTTP/2.
+// read behind it, or after a failure). HTTP/2: http2_source.hpp.
 // Thread: the loop thread.
 #pragma once
 
@@ -42,14 +42,23 @@ struct HttpSourceOptions {
     std::size_t attempts = 6;
     std::chrono::milliseconds backoff_base{100};
     std::chrono::milliseconds backoff_max{5'000};
-    // https: CAs to trust besides the system's (a PEM file), or no certificate checks at all.
+    // https: CAs to trust besides the system's (a PEM file, or a directory of hashed
+    // certificates), or no certificate checks at all.
     std::string ca_file;
     bool insecure = false;
     std::size_t range_size_bytes = 8 << 20; // the read size the source asks the engine for
-    // Headers a request carries besides Host and Range, made for each request (after redirects
-    // too): S3's SigV4 Authorization. Called on the loop thread.
+    // Headers a request carries besides Host, User-Agent and Range: awaited before each request
+    // (after redirects too), so that a signer may fetch or refresh a token over the network
+    // first. S3's SigV4 Authorization is one. An error fails the read (not retried). Called on
+    // the loop thread; the arguments are copies, so the coroutine may keep them.
     using Header = std::pair<std::string, std::string>;
-    std::function<std::vector<Header>(const Url& url, std::string_view method)> request_headers;
+    using RequestSigner = std::function<Task<Result<std::vector<Header>>>(Url url, std::string method)>;
+    RequestSigner sign_request;
+    // What a refusal's body says, for the error message (S3's XML "Code: Message"): given the
+    // status and the body of a 4xx, or of a redirect without a Location, when the body is at most
+    // 64 KiB. "" adds nothing. HTTP/1.1 only (HTTP/2 resets such streams unread).
+    using ErrorExplainer = std::function<std::string(unsigned status, std::string_view body)>;
+    ErrorExplainer explain_error;
 };
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,

@@ -36,18 +36,16 @@ struct S3Response {
     std::string failure; // why there is no response, or S3's <Code>: <Message> for an error status
 
     bool ok() const { return status >= 200 && status < 300; }
-    // Worth another try: no response, 408, 429 or 5xx.
-    bool retryable() const { return status == 0 || status == 408 || status == 429 || status >= 500; }
+    // Worth another try: no response, or a retryable status (retry_policy.hpp's rule).
+    bool retryable() const;
 };
-
-// The system's CAs plus `ca_file`, or no checks when `insecure`.
-Result<std::unique_ptr<asio::ssl::context>> make_s3_tls_context(const std::string& ca_file, bool insecure);
 
 class S3Connection {
 public:
-    // `tls` is null for http://; it and `config` outlive the connection.
+    // `tls` is null for http:// (make_client_tls_context in io/src/tls_context.hpp makes it);
+    // it and `config` outlive the connection. `insecure`: no host name check.
     S3Connection(asio::io_context& loop, const S3Config& config, asio::ssl::context* tls, Url origin,
-                 std::chrono::milliseconds timeout);
+                 std::chrono::milliseconds timeout, bool insecure);
     ~S3Connection();
     S3Connection(const S3Connection&) = delete;
     S3Connection& operator=(const S3Connection&) = delete;

@@ -2,7 +2,8 @@
 //
 // An s3://bucket/key object as a Source: the HTTP source (range GETs, retries, the validator
 // pinned) on the object's URL at the endpoint that resolve_s3_config finds, each request signed
-// with SigV4 through HttpSourceOptions::request_headers (or unsigned for anonymous access).
+// with SigV4 through HttpSourceOptions::sign_request (or unsigned for anonymous access); S3's
+// XML error bodies explained through HttpSourceOptions::explain_error.
 //
 //     RL_TRY(source, run_on_loop(loop, open_s3_source(loop, "s3://models/gpt2.tensors", s3, http)));
 //

@@ -4,6 +4,7 @@
 // read_any_index reads it through that format's reader; a legacy torch file is refused with its
 // message and unknown bytes with the registry's; every registered format is complete and has a
 // unique name, title and extensions; names and target extensions lead to the right description.
+#include "../support/counting_source.hpp"
 #include "../support/test_support.hpp"
 #include "formats/registry.hpp"
 #include "formats/safetensors/format.hpp"
@@ -22,35 +23,7 @@
 namespace ringload::formats {
 namespace {
 
-// A whole file in memory.
-class MemorySource final : public Source {
-public:
-    MemorySource(std::string name, std::vector<std::byte> bytes) : name_(std::move(name)), bytes_(std::move(bytes)) {}
-
-    const std::string& name() const override { return name_; }
-    std::uint64_t size_bytes() const override { return bytes_.size(); }
-    std::size_t alignment_bytes() const override { return 1; }
-    std::string describe() const override { return "memory"; }
-    Task<Result<std::size_t>> read_some_at(std::uint64_t offset, ReadTarget target) override {
-        co_return copy(offset, target.bytes());
-    }
-    Task<Result<std::size_t>> read_small_at(std::uint64_t offset, std::span<std::byte> dst) override {
-        co_return copy(offset, dst);
-    }
-
-private:
-    std::size_t copy(std::uint64_t offset, std::span<std::byte> dst) const {
-        if (offset >= bytes_.size()) {
-            return 0;
-        }
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(dst.size(), bytes_.size() - offset));
-        std::memcpy(dst.data(), bytes_.data() + offset, n);
-        return n;
-    }
-
-    std::string name_;
-    std::vector<std::byte> bytes_;
-};
+using MemorySource = testing::CountingSource; // a whole file in memory
 
 std::vector<std::byte> bytes_of(std::string_view text) {
     std::vector<std::byte> bytes(text.size());

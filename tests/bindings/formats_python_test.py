@@ -156,6 +156,9 @@ def test_save_file_refuses_what_a_format_cannot_hold(tmp_path):
     with pytest.raises(ValueError, match="only tensorizer"):
         ringload.TensorSerializer(str(tmp_path / "e.pt"), format="torch",
                                   encryption=ringload.EncryptionParams.random())
+    # The choices come from the format registry, with the same words as the C++ writer's.
+    with pytest.raises(ValueError, match="format must be tensorizer, safetensors or torch, not gguf"):
+        ringload.TensorSerializer(str(tmp_path / "m.gguf"), format="gguf")
 
 
 @pytest.mark.parametrize("format", ["torch", "safetensors"])

@@ -27,10 +27,7 @@ class TensorSerializer:
 
     def __init__(self, file_obj, compress_tensors: bool = False, *, encryption: Optional[EncryptionParams] = None,
                  format: str = "tensorizer", metadata: Optional[dict] = None, alignment: int = 8, **unused):
-        if format not in ("tensorizer", "safetensors", "torch"):
-            raise ValueError(f"format must be tensorizer, safetensors or torch, not {format}")
-        if encryption is not None and format != "tensorizer":
-            raise ValueError("only tensorizer files can be encrypted")
+        _ringload.check_write_format(format, encryption is not None)  # the registry's formats, with its message
         self._format, self._alignment = format, alignment
         self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
         if compress_tensors:

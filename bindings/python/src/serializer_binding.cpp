@@ -31,18 +31,25 @@ std::vector<PathComponent> path_of(const nb::list& components) {
     return path;
 }
 
-nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
-               std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
-               const std::string& format, std::vector<std::pair<std::string, std::string>> metadata,
-               std::size_t alignment) {
+// The format a Python caller names for a new file, refused (ValueError) when unknown or when it
+// cannot hold what is asked of it: TensorSerializer checks this at construction, the write again.
+const Format& checked_write_format(const std::string& format, bool encrypted) {
     const Format* written_as = format_named(format); // the Python caller's word for it
     if (written_as == nullptr) {
         throw nb::value_error(("format must be " + format_names_text() + ", not " + format).c_str());
     }
-    if (!written_as->may_be_encrypted && (key || passphrase)) {
+    if (!written_as->may_be_encrypted && encrypted) {
         throw nb::value_error(
             ("only " + format_names_text(&Format::may_be_encrypted) + " files can be encrypted").c_str());
     }
+    return *written_as;
+}
+
+nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
+               std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
+               const std::string& format, std::vector<std::pair<std::string, std::string>> metadata,
+               std::size_t alignment) {
+    const Format& written_as = checked_write_format(format, key || passphrase);
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
         auto row = nb::cast<nb::tuple>(item);
@@ -70,7 +77,7 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     Result<WriteSummary> written = fail(errc::invalid_argument, "not written");
     {
         nb::gil_scoped_release released;
-        written = write_format(*written_as, uri, records, options, layout);
+        written = write_format(written_as, uri, records, options, layout);
     }
     WriteSummary summary = value_or_throw(std::move(written));
     nb::dict out;
@@ -105,6 +112,11 @@ void bind_serializer(nb::module_& m) {
           "Writes a tensorizer (or safetensors, torch) file from (path, dtype, shape, address, nbytes, device, "
           "is_meta, module_index, "
           "tensor_type) rows; the file appears only when complete");
+    m.def(
+        "check_write_format",
+        [](const std::string& format, bool encrypted) { checked_write_format(format, encrypted); }, nb::arg("format"),
+        nb::arg("encrypted"),
+        "Raises ValueError when `format` is not a registered one, or cannot be encrypted and `encrypted` is set");
     m.def("random_key", [] {
         auto params = EncryptionParams::random();
         auto key = params.key();

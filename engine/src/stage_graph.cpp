@@ -98,6 +98,9 @@ Result<std::unique_ptr<StageGraph>> StageGraph::create(std::vector<RecordSpec> r
 
 Result<void> StageGraph::add(RecordSpec spec) {
     RL_ASSERT(spec.record_offset_bytes <= spec.data_offset_bytes, "a record's header ends after its data begins");
+    // The hook runs when the header's last byte arrives: a record without header bytes would
+    // never arm its stages, and pieces parked for them would hold their slots for ever.
+    RL_ASSERT(!spec.on_header || spec.record_offset_bytes < spec.data_offset_bytes, "a header hook without a header");
     if (!records_.empty() && records_.back()->record_end() > spec.record_offset_bytes) {
         return fail(errc::invalid_argument, options_.source_name + ": " + spec.name + " overlaps " +
                                                 records_.back()->spec().name + " in the source");

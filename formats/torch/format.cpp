@@ -55,7 +55,19 @@ Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const Ten
     return adapt_write_graph(std::move(graph));
 }
 
-constexpr FormatHooks hooks{&detect, &read_index, &describe, &create_write_graph, &build_plain_load_graph};
+// torch zip tensors are views that may share and overlap their storages: they load through
+// those storages (bindings/cpp/src/storage_load.cpp, tensors_view_storages), never as one span
+// per tensor, which would refuse shared views and misread strided ones.
+Result<FormatLoadGraph> build_tensor_graph(const Index& index, std::vector<TensorDestination> destinations,
+                                           const LoadGraphRequest& request) {
+    (void)index;
+    (void)destinations;
+    return fail(errc::unsupported, request.source_name +
+                                       ": torch zip tensors are views of storages: they load "
+                                       "through their storages, not one span per tensor");
+}
+
+constexpr FormatHooks hooks{&detect, &read_index, &describe, &create_write_graph, &build_tensor_graph};
 constexpr std::array<std::string_view, 3> extensions{".pt", ".pth", ".bin"};
 
 } // namespace

@@ -178,15 +178,13 @@ private:
 
     Task<Attempt> try_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
         Attempt out;
-        auto acquiring = acquire();
-        auto connection = co_await std::move(acquiring);
-        if (!connection) {
-            out.failed(connection.error().error, connection.error().kind);
-            co_return out;
-        }
+        // Signed before a connection is picked, for the URL it goes to: a signer may wait (for a
+        // token), and neither a stream slot taken before the wait nor a redirect followed
+        // meanwhile may change under it.
+        const Url target = url_;
         std::vector<Http2Connection::Header> headers;
         if (options_.sign_request) {
-            auto signing = options_.sign_request(url_, "GET");
+            auto signing = options_.sign_request(target, "GET");
             auto signed_headers = co_await std::move(signing);
             if (!signed_headers) {
                 out.failed(signed_headers.error(), FailureKind::fatal);
@@ -194,9 +192,15 @@ private:
             }
             headers = std::move(*signed_headers);
         }
+        auto acquiring = acquire();
+        auto connection = co_await std::move(acquiring);
+        if (!connection) {
+            out.failed(connection.error().error, connection.error().kind);
+            co_return out;
+        }
         const std::string range =
             "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
-        auto requesting = (*connection)->get(url_, range, headers, dst);
+        auto requesting = (*connection)->get(target, range, headers, dst);
         Http2Response response = co_await std::move(requesting);
         slot_freed_.cancel(); // wakes every waiter; each looks again
         any_response_ = any_response_ || response.facts.status != 0;

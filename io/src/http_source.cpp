@@ -158,45 +158,48 @@ private:
             }
             connection.connected = true;
         }
-        std::vector<HttpSourceOptions::Header> headers; // no allocation without a signer
-        if (options_.sign_request) {
-            auto signing = sign(url_);
-            auto signed_headers = co_await std::move(signing);
-            if (!signed_headers) {
-                Exchange failed;
-                failed.failed(signed_headers.error(), FailureKind::fatal);
-                co_return failed;
-            }
-            headers = std::move(*signed_headers);
+        auto signing = sign(url_);
+        auto signed_get = co_await std::move(signing);
+        if (!signed_get) {
+            Exchange failed;
+            failed.failed(signed_get.error(), FailureKind::fatal);
+            co_return failed;
         }
         auto request = connection.stream.visit([&](auto& stream) {
-            return exchange_on(stream, connection, reused, offset_bytes, dst, std::move(headers));
+            return exchange_on(stream, connection, reused, offset_bytes, dst, std::move(*signed_get));
         });
         co_return co_await std::move(request);
     }
 
-    // The signer's headers for a GET of `url` (none without a signer).
-    Task<Result<std::vector<HttpSourceOptions::Header>>> sign(Url url) {
-        if (!options_.sign_request) {
-            co_return std::vector<HttpSourceOptions::Header>();
+    // A GET as signed: the URL the signer saw, which is where it goes (a signer may wait, for a
+    // token, and a redirect meanwhile must not send it elsewhere), and its headers (none
+    // without a signer).
+    struct SignedGet {
+        Url url;
+        std::vector<HttpSourceOptions::Header> headers;
+    };
+    Task<Result<SignedGet>> sign(Url url) {
+        SignedGet get{std::move(url), {}};
+        if (options_.sign_request) {
+            auto signing = options_.sign_request(get.url, "GET");
+            RL_CO_TRY(headers, co_await std::move(signing));
+            get.headers = std::move(headers);
         }
-        auto signing = options_.sign_request(std::move(url), "GET");
-        co_return co_await std::move(signing);
+        co_return std::move(get);
     }
 
     // Sends a GET for the object (with `range` as its Range header, if given) and reads the
     // response header into `parser`; the body is left to the caller.
     template <class Stream>
     Task<boost::system::error_code> send_get(Stream& stream, Connection& connection, const std::string* range,
-                                             std::vector<HttpSourceOptions::Header> headers,
-                                             http::response_parser<http::buffer_body>& parser) {
-        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
-        request.set(http::field::host, url_.host_header);
+                                             SignedGet get, http::response_parser<http::buffer_body>& parser) {
+        http::request<http::empty_body> request{http::verb::get, get.url.target, 11};
+        request.set(http::field::host, get.url.host_header);
         request.set(http::field::user_agent, user_agent);
         if (range != nullptr) {
             request.set(http::field::range, *range);
         }
-        for (const auto& [name, value] : headers) {
+        for (const auto& [name, value] : get.headers) {
             request.set(name, value);
         }
         parser.body_limit(std::numeric_limits<std::uint64_t>::max());
@@ -231,12 +234,12 @@ private:
     // One GET with a Range header on an open connection, its body straight into `dst`.
     template <class Stream>
     Task<Exchange> exchange_on(Stream& stream, Connection& connection, bool reused, std::uint64_t offset_bytes,
-                               std::span<std::byte> dst, std::vector<HttpSourceOptions::Header> headers) {
+                               std::span<std::byte> dst, SignedGet get) {
         Exchange out;
         const std::string range =
             "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
         http::response_parser<http::buffer_body> parser;
-        auto sending = send_get(stream, connection, &range, std::move(headers), parser);
+        auto sending = send_get(stream, connection, &range, std::move(get), parser);
         const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
             // A keep-alive connection the server closed meanwhile fails here: worth one resend.
@@ -325,13 +328,17 @@ private:
     }
 
     // The hook's reading of a small body of a 4xx (or of a redirect without a Location); "" when
-    // there is no hook or no such body.
+    // there is no hook. A body it cannot take (chunked, unsized, over 64 KiB) is given as empty,
+    // so that what the hook says of the status alone (S3's wrong-region 301) still comes out.
     Task<std::string> explain_refusal(Connection& connection, http::response_parser<http::buffer_body>& parser) {
         const unsigned status = parser.get().result_int();
         const auto length = parser.content_length();
         const bool explained_status = (status >= 400 && status < 500) || is_redirect(status);
-        if (!options_.explain_error || !explained_status || !length || parser.chunked() || *length > 64 * 1024) {
+        if (!options_.explain_error || !explained_status) {
             co_return std::string();
+        }
+        if (!length || parser.chunked() || *length > 64 * 1024) {
+            co_return options_.explain_error(status, {});
         }
         std::vector<std::byte> body(static_cast<std::size_t>(*length));
         auto reading = read_body(connection, body);
@@ -457,9 +464,9 @@ private:
         }
         connection->connected = true;
         auto signing = sign(url_);
-        RL_CO_TRY(headers, co_await std::move(signing));
-        auto requesting =
-            connection->stream.visit([&](auto& stream) { return start_get(stream, *connection, std::move(headers)); });
+        RL_CO_TRY(signed_get, co_await std::move(signing));
+        auto requesting = connection->stream.visit(
+            [&](auto& stream) { return start_get(stream, *connection, std::move(signed_get)); });
         RL_CO_TRY_VOID(co_await std::move(requesting));
         stream_ = std::move(connection);
         stream_position_ = 0;
@@ -467,10 +474,9 @@ private:
     }
 
     template <class Stream>
-    Task<Result<void>> start_get(Stream& stream, Connection& connection,
-                                 std::vector<HttpSourceOptions::Header> headers) {
+    Task<Result<void>> start_get(Stream& stream, Connection& connection, SignedGet get) {
         http::response_parser<http::buffer_body> parser;
-        auto sending = send_get(stream, connection, nullptr, std::move(headers), parser);
+        auto sending = send_get(stream, connection, nullptr, std::move(get), parser);
         const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
             co_return fail(errc::io_error, name_ + ": no response to a GET: " + read_ec.message());

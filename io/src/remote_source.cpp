@@ -3,6 +3,7 @@
 
 #include "ringload/io/http2_source.hpp"
 #include "ringload/io/redis_source.hpp"
+#include "ringload/io/s3_error.hpp"
 #include "ringload/io/s3_source.hpp"
 
 #include <chrono>
@@ -27,6 +28,9 @@ HttpSourceOptions http_source_options(const NetworkOptions& options) {
     http.attempts = options.attempts;
     http.ca_file = options.ca_file;
     http.insecure = options.insecure;
+    // http(s) URLs are often presigned S3 URLs (or CDN redirects to them): their refusals carry
+    // S3's XML "Code: Message" ("AccessDenied: Request has expired"); other bodies say nothing.
+    http.explain_error = [](unsigned, std::string_view body) { return s3_error_summary(body); };
     if (options.range_size_bytes != 0) {
         http.range_size_bytes = options.range_size_bytes;
     }

@@ -253,6 +253,30 @@ TEST(StageGraph, PiecesAreHashedInOrderWhateverOrderTheyArriveIn) {
     }
 }
 
+// Data a network source read straight into the host tensor still comes in a chunk that counts a
+// ring slot: a piece parked for its turn to be hashed must not keep that chunk, or one long
+// in-order hash would hold the ring and stall the reads (it reads the tensor instead).
+TEST(StageGraph, PiecesReadInPlaceAndParkedForTheHashLetTheirSlotGo) {
+    Stream stream;
+    stream.file = pattern(header_bytes + data_bytes, 5);
+    std::vector<std::byte> destination(data_bytes);
+    auto graph = hashed_graph(destination, stream.file, false);
+    std::vector<std::weak_ptr<const Chunk>> in_place;
+    for (std::uint64_t at = data_bytes; at > 0; at -= 10) { // last piece first: each one parks
+        std::memcpy(destination.data() + at - 10, stream.file.data() + header_bytes + at - 10, 10);
+        auto chunk =
+            std::make_shared<const Chunk>(SlotLease{}, header_bytes + at - 10, 0, 10, destination.data() + at - 10);
+        in_place.push_back(chunk);
+        ASSERT_TRUE(graph->process(chunk));
+    }
+    for (const auto& chunk : in_place) {
+        EXPECT_TRUE(chunk.expired()) << "a parked hash piece holds its chunk (and so its slot)";
+    }
+    ASSERT_TRUE(graph->process(stream.chunk(0, header_bytes))); // the header: now every piece hashes
+    auto finished = graph->finish();
+    ASSERT_TRUE(finished) << finished.error().message();
+}
+
 // A box whose MAC fails, found when the header arrives last: the graph stops, and every chunk
 // that a stage held (parked before the header, waiting for its hash turn) comes back.
 TEST(StageGraph, AFailureHalfWayLetsGoOfEveryChunk) {

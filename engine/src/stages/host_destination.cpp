@@ -13,8 +13,10 @@ Result<void> HostDestination::process(Piece piece) {
         copy_to_destination(destination, piece.bytes, piece.length());
         piece.bytes = destination;
         piece.at_destination = true;
-        piece.keep_alive.reset(); // read from here on: the slot may go back now
     }
+    // Read from here on, also bytes read in place or decrypted here (their chunk still counts a
+    // ring slot): the slot goes back now, so a long in-order hash never stalls the reads.
+    piece.keep_alive.reset();
     return pass(std::move(piece));
 }
 

@@ -17,7 +17,7 @@
 #   h2c           ringload load h2c URL --http-version 2
 # Prints per-round GB/s and, per configuration, the medians and NEW/OLD.
 set -euo pipefail
-old=$(realpath "$1") new=$(realpath "$2") file=$(realpath "$3") rounds=${4:-5}
+old=$(realpath "$1") new=$(realpath "$2") file=$(realpath "$3") rounds=${4:-6}
 here=$(cd "$(dirname "$0")" && pwd)
 size=$(stat -c %s "$file")
 warm=$new/bench/ringload-warm-ram

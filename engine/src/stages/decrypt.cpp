@@ -29,7 +29,17 @@ Result<void> Decrypt::arm(std::vector<SealedChunk> chunks, const SecretKey& key)
 }
 
 Result<void> Decrypt::process(Piece piece) {
-    {
+    if (!armed()) {
+        // Data before its header: on the host it waits in the tensor, where its boxes open in
+        // place once armed, so that its slot goes back now (a worker slow to reach the header
+        // would otherwise let the ring fill with parked chunks and stall the reads). On the way
+        // to a device it waits in its slot.
+        if (std::byte* place = destination_.host_place(piece.begin); place != nullptr && !piece.at_destination) {
+            copy_to_destination(place, piece.bytes, piece.length());
+            piece.bytes = place;
+            piece.at_destination = true;
+            piece.keep_alive.reset();
+        }
         std::lock_guard lock(mutex_);
         if (abandoned_) {
             return {}; // the run failed: hold nothing more
@@ -40,6 +50,11 @@ Result<void> Decrypt::process(Piece piece) {
         }
     }
     return take(piece); // once armed, the boxes never change
+}
+
+bool Decrypt::armed() {
+    std::lock_guard lock(mutex_);
+    return armed_;
 }
 
 Result<void> Decrypt::take(const Piece& piece) {
@@ -88,10 +103,11 @@ Result<Decrypt::Gathering> Decrypt::gathering_place(std::size_t index) {
 Result<void> Decrypt::gather(std::size_t index, std::uint64_t from, std::uint64_t to, const std::byte* ciphertext) {
     const SealedChunk& chunk = chunks_[index];
     RL_TRY(place, gathering_place(index));
-    if (place.keep_alive == nullptr) {
-        copy_to_destination(place.bytes + (from - chunk.offset_bytes), ciphertext, to - from);
-    } else {
-        std::memcpy(place.bytes + (from - chunk.offset_bytes), ciphertext, to - from);
+    std::byte* gather_at = place.bytes + (from - chunk.offset_bytes);
+    if (gather_at != ciphertext && place.keep_alive == nullptr) { // not waiting there already (process)
+        copy_to_destination(gather_at, ciphertext, to - from);
+    } else if (gather_at != ciphertext) {
+        std::memcpy(gather_at, ciphertext, to - from);
     }
     {
         std::lock_guard lock(mutex_);

@@ -3,7 +3,8 @@
 // Authenticates and decrypts a record's data, sealed as a run of XSalsa20-Poly1305 boxes
 // ("cipher chunks", 2 MiB in tensorizer files). The boxes' MACs and nonces come from the
 // record's header, so the stage is armed by the format's header hook; pieces that arrive
-// before it are parked with their chunk and replayed then.
+// before it are parked and replayed then: on the host copied into the tensor (their slot goes
+// back at once, and their boxes open in place there), on the way to a device in their slot.
 //
 //  data:    [ box 0 ............ ][ box 1 ............ ][ box 2 ... ]
 //  pieces:  [ slot 3     ][ slot 4 ........................ ][ slot 5 ]
@@ -57,6 +58,7 @@ private:
         std::shared_ptr<const void> keep_alive; // staging; null in the host destination
     };
 
+    bool armed();
     Result<void> take(const Piece& piece);
     Result<void> open_whole(std::size_t index, std::byte* ciphertext, const std::shared_ptr<const void>& keep_alive);
     Result<void> gather(std::size_t index, std::uint64_t from, std::uint64_t to, const std::byte* ciphertext);

@@ -15,7 +15,6 @@
 
 #include <cstring>
 #include <map>
-#include <optional>
 
 namespace ringload {
 namespace {

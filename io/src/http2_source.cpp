@@ -182,15 +182,11 @@ private:
         // token), and neither a stream slot taken before the wait nor a redirect followed
         // meanwhile may change under it.
         const Url target = url_;
-        std::vector<Http2Connection::Header> headers;
-        if (options_.sign_request) {
-            auto signing = options_.sign_request(target, "GET");
-            auto signed_headers = co_await std::move(signing);
-            if (!signed_headers) {
-                out.failed(signed_headers.error(), FailureKind::fatal);
-                co_return out;
-            }
-            headers = std::move(*signed_headers);
+        auto signing = sign_get(options_, target);
+        auto headers = co_await std::move(signing);
+        if (!headers) {
+            out.failed(headers.error(), FailureKind::fatal);
+            co_return out;
         }
         auto acquiring = acquire();
         auto connection = co_await std::move(acquiring);
@@ -200,7 +196,7 @@ private:
         }
         const std::string range =
             "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
-        auto requesting = (*connection)->get(target, range, headers, dst);
+        auto requesting = (*connection)->get(target, range, *headers, dst);
         Http2Response response = co_await std::move(requesting);
         slot_freed_.cancel(); // wakes every waiter; each looks again
         any_response_ = any_response_ || response.facts.status != 0;
@@ -217,14 +213,9 @@ private:
                        response.refused ? FailureKind::unsent : FailureKind::reset);
             return out;
         }
-        if (is_redirect(facts.status)) {
+        if (is_redirect(facts.status) && !facts.location.empty()) {
             out.redirect = facts.location;
-            if (out.redirect.empty()) {
-                out.failed(object_.range_error("HTTP " + std::to_string(facts.status) + " without a Location",
-                                               offset_bytes, dst.size()),
-                           FailureKind::fatal);
-            }
-            return out;
+            return out; // without a Location, check_range refuses it
         }
         if (!object_.known() && facts.status == 200) {
             wants_http1_ = true;

@@ -80,6 +80,9 @@ Result<void> PinnedObject::check_range(const ResponseFacts& response, std::uint6
         return range_error("the server ignored the Range header (HTTP 200): range reads are needed", offset_bytes,
                            length);
     }
+    if (is_redirect(status)) { // one with a Location was followed before the check
+        return range_error("HTTP " + std::to_string(status) + " without a Location", offset_bytes, length);
+    }
     if (status != 206) {
         return range_error(status_text, offset_bytes, length);
     }

@@ -15,6 +15,7 @@
 #include "http_object.hpp"
 #include "retry_policy.hpp"
 #include "ringload/engine/task.hpp"
+#include "ringload/io/http_source.hpp"
 
 #include <string>
 
@@ -67,6 +68,16 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
         auto pause = pause_before_retry(backoff, attempt, done.retry_after);
         co_await std::move(pause);
     }
+}
+
+// The signer's headers for a GET of `url` (none without a signer), for both HTTP versions.
+// `options` belongs to the source that awaits this.
+inline Task<Result<std::vector<HttpSourceOptions::Header>>> sign_get(const HttpSourceOptions& options, Url url) {
+    if (!options.sign_request) {
+        co_return std::vector<HttpSourceOptions::Header>();
+    }
+    auto signing = options.sign_request(std::move(url), "GET");
+    co_return co_await std::move(signing);
 }
 
 } // namespace ringload::http_object

@@ -179,13 +179,9 @@ private:
         std::vector<HttpSourceOptions::Header> headers;
     };
     Task<Result<SignedGet>> sign(Url url) {
-        SignedGet get{std::move(url), {}};
-        if (options_.sign_request) {
-            auto signing = options_.sign_request(get.url, "GET");
-            RL_CO_TRY(headers, co_await std::move(signing));
-            get.headers = std::move(headers);
-        }
-        co_return std::move(get);
+        auto signing = sign_get(options_, url);
+        RL_CO_TRY(headers, co_await std::move(signing));
+        co_return SignedGet{std::move(url), std::move(headers)};
     }
 
     // Sends a GET for the object (with `range` as its Range header, if given) and reads the
@@ -266,13 +262,9 @@ private:
             co_return out;
         }
         const ResponseFacts facts = facts_of(response);
-        auto checked =
-            is_redirect(facts.status)
-                ? Result<void>(object_.range_error("HTTP " + std::to_string(facts.status) + " without a Location",
-                                                   offset_bytes, dst.size()))
-                : object_.check_range(facts, offset_bytes, dst.size());
+        auto checked = object_.check_range(facts, offset_bytes, dst.size());
         if (!checked) {
-            auto refusing = refused(connection, parser, checked.error());
+            auto refusing = refused(connection, parser, facts, checked.error());
             out = co_await std::move(refusing);
             co_return out; // the body is not read: the connection is not reusable
         }
@@ -282,9 +274,9 @@ private:
 
     // A response that is not the range: its error, explained by options_.explain_error when its
     // body says more (S3's <Code>: <Message>), retried when its status is retryable.
-    Task<Exchange> refused(Connection& connection, http::response_parser<http::buffer_body>& parser, Error error) {
+    Task<Exchange> refused(Connection& connection, http::response_parser<http::buffer_body>& parser,
+                           ResponseFacts facts, Error error) {
         Exchange out;
-        const ResponseFacts facts = facts_of(parser.get());
         auto explaining = explain_refusal(connection, parser);
         const std::string why = co_await std::move(explaining);
         if (!why.empty()) {
@@ -405,7 +397,7 @@ private:
         std::optional<Error> last_error;
         for (std::size_t attempt = 1; attempt <= options_.attempts; ++attempt) {
             if (attempt > 1) {
-                auto pause = pause_before_retry(backoff_, attempt - 1, std::chrono::milliseconds(0));
+                auto pause = pause_before_retry(backoff_, attempt - 1);
                 co_await std::move(pause);
             }
             if (!stream_ || stream_position_ > request.offset_bytes) {

@@ -8,9 +8,6 @@
 #include "retry_policy.hpp"
 #include "ringload/io/redis_layout.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-
 #include <algorithm>
 
 namespace ringload {
@@ -204,7 +201,7 @@ private:
                 error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
                 co_return error;
             }
-            auto pause = pause_before_retry(backoff_, attempt, std::chrono::milliseconds(0));
+            auto pause = pause_before_retry(backoff_, attempt);
             co_await std::move(pause);
         }
     }

@@ -86,6 +86,7 @@ private:
 };
 
 // Waits backoff.delay(attempt, retry_after) on the calling coroutine's executor.
-Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt, std::chrono::milliseconds retry_after);
+Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt,
+                              std::chrono::milliseconds retry_after = std::chrono::milliseconds(0));
 
 } // namespace ringload

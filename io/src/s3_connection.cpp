@@ -6,7 +6,6 @@
 #include "ringload/io/s3_error.hpp"
 #include "ringload/io/s3_signer.hpp"
 
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/http/span_body.hpp>
@@ -157,7 +156,7 @@ Task<S3Response> S3Connection::send_with_retries(std::string method, std::string
             co_return response;
         }
         // The range reads' backoff: 100 ms doubling up to 5 s, with jitter.
-        auto pause = pause_before_retry(impl_->backoff, attempt, std::chrono::milliseconds(0));
+        auto pause = pause_before_retry(impl_->backoff, attempt);
         co_await std::move(pause);
     }
 }

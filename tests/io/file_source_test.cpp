@@ -9,6 +9,7 @@
 // names the path. Files live under the working directory (the build tree): O_DIRECT needs a
 // real file system, and $TMPDIR may be tmpfs; where O_DIRECT is refused its tests skip.
 #include "ringload/io/file_source.hpp"
+#include "../support/fake_source.hpp"
 #include "../support/test_support.hpp"
 #include "ringload/engine/executor.hpp"
 
@@ -33,14 +34,10 @@ namespace fs = std::filesystem;
 constexpr std::uint64_t page_bytes = 4096;
 constexpr std::uint64_t file_bytes = 3 * page_bytes + 17; // the last page is short
 
-std::byte pattern_at(std::uint64_t offset) {
-    return static_cast<std::byte>((offset * 2654435761u) >> 13);
-}
-
 std::vector<std::byte> pattern(std::uint64_t from, std::uint64_t length) {
     std::vector<std::byte> bytes(static_cast<std::size_t>(length));
     for (std::uint64_t i = 0; i < length; ++i) {
-        bytes[static_cast<std::size_t>(i)] = pattern_at(from + i);
+        bytes[static_cast<std::size_t>(i)] = testing::pattern_byte(from + i);
     }
     return bytes;
 }

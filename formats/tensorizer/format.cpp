@@ -33,15 +33,7 @@ Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const Ten
     return adapt_write_graph(std::move(graph));
 }
 
-// Records of header + data: decrypt (encrypted files), the destination, hash (--verify).
-Result<FormatLoadGraph> build_tensor_graph(const Index& index, std::vector<TensorDestination> destinations,
-                                           const LoadGraphRequest& request) {
-    RL_TRY(graph, build_load_graph(index, std::move(destinations),
-                                   {request.verify_hashes, request.keys, request.device}, request.source_name));
-    return FormatLoadGraph{std::move(graph.stages), std::move(graph.headers)};
-}
-
-constexpr FormatHooks hooks{&detect, &read_index, &describe, &create_write_graph, &build_tensor_graph};
+constexpr FormatHooks hooks{&detect, &read_index, &describe, &create_write_graph, &build_load_graph};
 constexpr std::array<std::string_view, 1> extensions{".tensors"};
 
 } // namespace

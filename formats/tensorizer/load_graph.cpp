@@ -54,17 +54,17 @@ std::vector<SealedChunk> sealed_chunks(const CipherRecord& cipher, std::uint64_t
 
 // Decrypt (encrypted files) -> destination -> hash (verification).
 std::vector<std::unique_ptr<Stage>> tensor_stages(const Index& index, const TensorInfo& info,
-                                                  const TensorDestination& destination, const LoadGraphOptions& options,
+                                                  const TensorDestination& destination, const LoadGraphRequest& request,
                                                   TensorHeaders::Record& record) {
     std::unique_ptr<Destination> place;
-    if (options.device != nullptr) {
+    if (request.device != nullptr) {
         std::optional<DType> convert_to;
         if (destination.dtype && converts(info.dtype, *destination.dtype)) {
             convert_to = destination.dtype;
         }
         const std::uint64_t zeros = info.is_meta ? info.numel() * itemsize(convert_to.value_or(info.dtype)) : 0;
         place = std::make_unique<DeviceDestination>(
-            *options.device, destination.data, DeviceRecord{info.data_length_bytes, info.dtype, convert_to, zeros});
+            *request.device, destination.data, DeviceRecord{info.data_length_bytes, info.dtype, convert_to, zeros});
     } else {
         place = std::make_unique<HostDestination>(destination.data, info.is_meta ? info.byte_length : 0);
     }
@@ -75,7 +75,7 @@ std::vector<std::unique_ptr<Stage>> tensor_stages(const Index& index, const Tens
         stages.push_back(std::move(decrypt));
     }
     stages.push_back(std::move(place));
-    if (options.verify_hashes) {
+    if (request.verify_hashes) {
         auto hash = std::make_unique<Hash>(info.data_offset_bytes - info.record_offset_bytes, info.data_length_bytes);
         record.hash = hash.get();
         stages.push_back(std::move(hash));
@@ -126,9 +126,10 @@ std::uint16_t TensorHeaders::module_index_of(const TensorInfo& tensor) const {
     return *(*it)->module_index;
 }
 
-Result<LoadGraph> build_load_graph(const Index& index, std::vector<TensorDestination> destinations,
-                                   LoadGraphOptions options, std::string source_name) {
-    if (index.encrypted && options.keys == nullptr) {
+Result<FormatLoadGraph> build_load_graph(const Index& index, std::vector<TensorDestination> destinations,
+                                         const LoadGraphRequest& request) {
+    const std::string& source_name = request.source_name;
+    if (index.encrypted && request.keys == nullptr) {
         return fail(errc::encrypted_no_key, source_name + ": encrypted: supply a key (data version " +
                                                 std::to_string(index.data_version) +
                                                 " with encrypted tensor data; use --key-file or --passphrase-file)");
@@ -136,7 +137,7 @@ Result<LoadGraph> build_load_graph(const Index& index, std::vector<TensorDestina
     std::sort(destinations.begin(), destinations.end(), [&](const TensorDestination& a, const TensorDestination& b) {
         return index.tensors[a.tensor_index].record_offset_bytes < index.tensors[b.tensor_index].record_offset_bytes;
     });
-    auto headers = std::make_shared<TensorHeaders>(index, options.keys);
+    auto headers = std::make_shared<TensorHeaders>(index, request.keys);
     std::vector<RecordSpec> records;
     records.reserve(destinations.size());
     for (const auto& destination : destinations) {
@@ -148,15 +149,15 @@ Result<LoadGraph> build_load_graph(const Index& index, std::vector<TensorDestina
         record.record_offset_bytes = info.record_offset_bytes;
         record.data_offset_bytes = info.data_offset_bytes;
         record.data_length_bytes = info.data_length_bytes;
-        record.host_destination = options.device == nullptr ? destination.data : nullptr;
-        record.stages = tensor_stages(index, info, destination, options, headers->add(info));
+        record.host_destination = request.device == nullptr ? destination.data : nullptr;
+        record.stages = tensor_stages(index, info, destination, request, headers->add(info));
         record.on_header = [headers, k = records.size()](std::span<const std::byte> bytes) {
             return headers->on_header(k, bytes);
         };
         records.push_back(std::move(record));
     }
-    RL_TRY(graph, StageGraph::create(std::move(records), {std::move(source_name), 0, options.device}));
-    return LoadGraph{std::move(graph), std::move(headers)};
+    RL_TRY(graph, StageGraph::create(std::move(records), {source_name, 0, request.device}));
+    return FormatLoadGraph{std::move(graph), std::move(headers)};
 }
 
 } // namespace ringload::tensorizer

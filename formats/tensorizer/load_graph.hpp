@@ -13,7 +13,7 @@
 // against the index, arms decryption with the tensor's cipher chunks and key, and gives the
 // hash its prefix H' and the stored hashes.
 //
-//     RL_TRY(graph, build_load_graph(index, destinations, {verify, &keys, device}, uri));
+//     RL_TRY(graph, build_load_graph(index, destinations, {verify, &keys, device, uri}));
 //     RL_CO_TRY(stats, co_await run_plan(source, ring, pool, graph.stages->plan(), *graph.stages, {}));
 //     graph.headers->module_index_of(index.tensors[0]);
 #pragma once
@@ -33,21 +33,11 @@ namespace ringload::tensorizer {
 class KeyResolver;
 class TensorHeaders;
 
-struct LoadGraphOptions {
-    bool verify_hashes = false;
-    KeyResolver* keys = nullptr;  // decrypts encrypted tensors; must outlive the graph
-    DeviceLink* device = nullptr; // destinations are this device's memory; must outlive the graph
-};
-
-struct LoadGraph {
-    std::unique_ptr<StageGraph> stages;
-    std::shared_ptr<const TensorHeaders> headers; // what the run read from the records' headers
-};
-
-// Fails with errc::encrypted_no_key for an encrypted file without options.keys. `index` must
-// outlive the graph.
-Result<LoadGraph> build_load_graph(const Index& index, std::vector<TensorDestination> destinations,
-                                   LoadGraphOptions options, std::string source_name);
+// The graph for `request`: decrypt (encrypted files) -> destination -> hash (verify_hashes).
+// Fails with errc::encrypted_no_key for an encrypted file without request.keys. `index` must
+// outlive the graph; its `headers` are the TensorHeaders.
+Result<FormatLoadGraph> build_load_graph(const Index& index, std::vector<TensorDestination> destinations,
+                                         const LoadGraphRequest& request);
 
 // The header hooks' state, one entry per wanted tensor.
 class TensorHeaders final : public RecordHeaders {

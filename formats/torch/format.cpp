@@ -16,16 +16,14 @@ namespace ringload::torch_zip {
 namespace {
 
 // A zip is torch.save's since 1.6. An older file (a pickle stream) is refused here with the
-// words the reader gives it when opened directly (reader.cpp, legacy_error).
+// words the reader gives it when opened directly.
 Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
     (void)size_bytes;
     if (has_torch_zip_magic(head)) {
         return Detection::yes();
     }
     if (has_legacy_torch_magic(head)) {
-        return Detection::refuse(fail(errc::unsupported,
-                                      "legacy torch format (pre-1.6, not a zip): re-save it with a "
-                                      "newer torch (torch.save defaults to zip since 1.6)"));
+        return Detection::refuse(legacy_error());
     }
     return Detection::no();
 }

@@ -160,12 +160,6 @@ Result<std::uint64_t> parse_decimal(std::span<const std::byte> bytes, const std:
     return value;
 }
 
-Error legacy_error() {
-    return fail(errc::unsupported,
-                "legacy torch format (pre-1.6, not a zip): re-save it with a newer torch "
-                "(torch.save defaults to zip since 1.6)");
-}
-
 // Reads 1 and 2: the tail (end records, usually the central directory too) and, if the tail did
 // not hold it, the central directory; then the entries indexed by name and by position.
 Task<Result<Archive>> read_archive(Source& source, ReadIndexOptions options, HeldBytes& held) {
@@ -468,6 +462,12 @@ Task<Result<Index>> read_index(Source& source, ReadIndexOptions options) {
         }
     }
     co_return with_context(std::move(error), source.name());
+}
+
+Error legacy_error() {
+    return fail(errc::unsupported,
+                "legacy torch format (pre-1.6, not a zip): re-save it with a newer torch "
+                "(torch.save defaults to zip since 1.6)");
 }
 
 } // namespace ringload::torch_zip

@@ -29,6 +29,8 @@ bool has_torch_zip_magic(std::span<const std::byte> first_bytes) noexcept;
 // The pre-1.6 formats (§12): a pickle stream (0x80 <protocol>, usually followed by the LONG1
 // magic number) or a tar file ('ustar' at offset 257, when first_bytes reaches that far).
 bool has_legacy_torch_magic(std::span<const std::byte> first_bytes) noexcept;
+// Why such a file is not read, and what to do instead (the reader's and detection's words).
+Error legacy_error();
 
 struct ReadIndexOptions {
     std::size_t tail_read_bytes = 256 << 10; // the first read: the file's last bytes

@@ -1,6 +1,6 @@
 // tests/formats/tensorizer_device_graph_test.cpp
 //
-// The tensorizer stage graph's device path (LoadGraphOptions::device: DeviceDestination) on
+// The tensorizer stage graph's device path (LoadGraphRequest::device: DeviceDestination) on
 // a machine without a GPU: HostDeviceLink stands in for the CUDA link (copies later, out of
 // order, each holding its slot until done). Every fixture, through tiny and default rings,
 // with and without hash verification, must produce its manifest's bytes; encrypted ones must
@@ -84,7 +84,7 @@ DeviceRun run_on_device(const std::string& path, const nlohmann::json& encryptio
         run.memory[i].assign(info.numel() * itemsize(loaded), std::byte{0xAB});
         destinations.push_back({i, run.memory[i].data(), dtype});
     }
-    auto graph = tensorizer::build_load_graph(run.index, destinations, {verify, keys ? &*keys : nullptr, &link}, path);
+    auto graph = tensorizer::build_load_graph(run.index, destinations, {verify, keys ? &*keys : nullptr, &link, path});
     if (!graph) {
         run.outcome = graph.error();
         return run;
@@ -235,7 +235,7 @@ TEST(TensorizerDeviceGraph, AReadFailingAfterEveryWindowWasIssuedFailsWithoutAHa
         }
     }
     testing::HostDeviceLink link;
-    auto graph = tensorizer::build_load_graph(index, destinations, {true, nullptr, &link}, path).value();
+    auto graph = tensorizer::build_load_graph(index, destinations, {true, nullptr, &link, path}).value();
     constexpr std::size_t slot = 64 << 10;
     const auto windows = static_cast<std::uint32_t>((graph.stages->plan().total_bytes() + slot - 1) / slot) + 4;
     const TensorInfo& big = index.tensors[biggest];

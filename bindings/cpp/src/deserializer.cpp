@@ -4,7 +4,6 @@
 #include "deserializer_impl.hpp"
 #include "formats/registry.hpp"
 #include "formats/tensorizer/key_resolver.hpp"
-#include "formats/tensorizer/load_graph.hpp"
 #include "formats/tensorizer/reader.hpp"
 #include "gpu/cuda_link.hpp"
 #include "gpu/device_memory.hpp"

@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 
 namespace ringload {
 namespace {
@@ -55,12 +54,6 @@ RunSettings run_settings(const Options& options) {
             options.progress,   options.cancel,          options.feed};
 }
 
-// Tells the feed (if any) where the graph's file reads each tensor.
-template <class Graph>
-Result<void> start_feed(WriteFeed* feed, const Graph& graph) {
-    return feed != nullptr ? feed->start(graph.tensor_extents()) : Result<void>{};
-}
-
 // The link to the device that holds some of the tensors (one device per write), or null.
 Result<std::unique_ptr<DeviceLink>> device_link_for(std::span<const TensorToWrite> tensors) {
     std::unique_ptr<DeviceLink> device;
@@ -73,15 +66,12 @@ Result<std::unique_ptr<DeviceLink>> device_link_for(std::span<const TensorToWrit
     return device;
 }
 
-// Pages a format finishes after the data went out: (file offset, bytes).
-using FinishedPages = std::function<Result<std::vector<std::pair<std::uint64_t, std::span<const std::byte>>>>()>;
-
-// Runs a format's plan into a new file at `path` through the file sink (an unnamed temporary
+// Runs a format's graph into a new file at `path` through the file sink (an unnamed temporary
 // file until commit), writes the pages the format finished afterwards, and puts the file in
 // place. Says how it was written.
-Result<std::string> run_write_to_file(const std::string& path, const WritePlan& plan, PieceProducer& producer,
-                                      const RunSettings& settings, std::size_t tensor_count, bool on_device,
-                                      const FinishedPages& finished_pages) {
+Result<std::string> run_write_to_file(const std::string& path, FormatWriteGraph& graph, const RunSettings& settings,
+                                      std::size_t tensor_count, bool on_device) {
+    const WritePlan& plan = graph.plan();
     // Declared in this order so that the ring and the sink go before the loop they use.
     asio::io_context loop{1};
     RL_TRY(sink, create_file_sink(loop, path));
@@ -100,21 +90,19 @@ Result<std::string> run_write_to_file(const std::string& path, const WritePlan& 
     controls.cancel = settings.cancel;
     controls.progress = settings.progress;
     controls.progress_tensors_total = tensor_count;
-    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, producer, controls, settings.feed)));
+    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, graph, controls, settings.feed)));
     (void)stats;
     // A cancel that came after the last window still stops the file from appearing.
     if (settings.cancel != nullptr && settings.cancel->cancelled()) {
         return fail(errc::cancelled, path + ": cancelled by the caller");
     }
-    if (finished_pages) {
-        RL_TRY(finished, finished_pages());
-        std::vector<PageWrite> pages; // none for a format that finishes nothing (safetensors)
-        for (const auto& [offset, bytes] : finished) {
-            pages.push_back({offset, bytes});
-        }
-        if (!pages.empty()) {
-            RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
-        }
+    RL_TRY(finished, graph.finished_pages());
+    std::vector<PageWrite> pages; // none for a format that finishes nothing (safetensors)
+    for (const auto& [offset, bytes] : finished) {
+        pages.push_back({offset, bytes});
+    }
+    if (!pages.empty()) {
+        RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
     }
     RL_TRY_VOID(sink->commit(plan.length_bytes));
     return sink->describe();
@@ -128,10 +116,10 @@ Result<WriteSummary> write_file(const Format& format, const std::string& path, s
     // Tensors on a GPU are copied device-to-host into the slots by the workers.
     RL_TRY(device, device_link_for(tensors));
     RL_TRY(graph, format.hooks->create_write_graph(tensors, layout, path, device.get()));
-    FormatWriteGraph* producer = graph.get();
-    RL_TRY_VOID(start_feed(settings.feed, *graph));
-    RL_TRY(how, run_write_to_file(path, graph->plan(), *graph, settings, tensors.size(), device != nullptr,
-                                  [producer] { return producer->finished_pages(); }));
+    if (settings.feed != nullptr) {
+        RL_TRY_VOID(settings.feed->start(graph->tensor_extents())); // where the file reads each tensor
+    }
+    RL_TRY(how, run_write_to_file(path, *graph, settings, tensors.size(), device != nullptr));
 
     WriteSummary summary;
     summary.file_bytes = graph->plan().length_bytes;
@@ -177,16 +165,22 @@ Result<WriteSummary> write_any(const Format& format, std::string_view uri, std::
     return write_file(format, path, tensors, layout, settings);
 }
 
+// The layout settings safetensors takes (the other formats ignore them), without encryption.
+WriteLayout layout_of(const SafetensorsWriteOptions& options) {
+    WriteLayout layout;
+    layout.alignment_bytes = options.alignment_bytes;
+    layout.metadata = options.metadata;
+    layout.keep_order = options.keep_order;
+    return layout;
+}
+
 } // namespace
 
 Result<WriteSummary> write_format(const Format& format, std::string_view uri, std::span<const TensorToWrite> tensors,
                                   const WriteOptions& options, const SafetensorsWriteOptions& layout_options) {
     const auto encryption = write_encryption(options.encryption);
-    WriteLayout layout;
+    WriteLayout layout = layout_of(layout_options);
     layout.encryption = encryption ? &*encryption : nullptr;
-    layout.alignment_bytes = layout_options.alignment_bytes;
-    layout.metadata = layout_options.metadata;
-    layout.keep_order = layout_options.keep_order;
     return write_any(format, uri, tensors, layout, run_settings(options), options.network);
 }
 
@@ -197,11 +191,7 @@ Result<WriteSummary> write_tensorizer(std::string_view uri, std::span<const Tens
 
 Result<WriteSummary> write_safetensors(std::string_view uri, std::span<const TensorToWrite> tensors,
                                        const SafetensorsWriteOptions& options) {
-    WriteLayout layout;
-    layout.alignment_bytes = options.alignment_bytes;
-    layout.metadata = options.metadata;
-    layout.keep_order = options.keep_order;
-    return write_any(safetensors::format, uri, tensors, layout, run_settings(options), {});
+    return write_any(safetensors::format, uri, tensors, layout_of(options), run_settings(options), {});
 }
 
 Result<WriteSummary> write_torch(std::string_view uri, std::span<const TensorToWrite> tensors,

@@ -87,6 +87,10 @@ TEST(PinnedObject, StatusesOtherThan206) {
     ResponseFacts busy;
     busy.status = 503;
     EXPECT_EQ(object.check_range(busy, 8, 4).error().detail, "http://h/m: bytes 8-11: HTTP 503");
+    ResponseFacts lost; // a redirect the sources could not follow (one with a Location is followed)
+    lost.status = 301;
+    lost.reason = "Moved Permanently";
+    EXPECT_EQ(object.check_range(lost, 8, 4).error().detail, "http://h/m: bytes 8-11: HTTP 301 without a Location");
     auto elsewhere = object.check_range(range_answer("bytes 1-1/10"), 0, 1); // not where asked
     ASSERT_FALSE(elsewhere);
     EXPECT_NE(elsewhere.error().detail.find("Content-Range 'bytes 1-1/10'"), std::string::npos);

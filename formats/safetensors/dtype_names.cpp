@@ -7,14 +7,17 @@
 namespace ringload::safetensors {
 namespace {
 
-// The names of safetensors 0.4-0.6 (Rust `Dtype`), except F4/F6, which have no torch type.
-constexpr std::array<std::pair<std::string_view, DType>, 17> names{{
+// The names of recent safetensors (Rust `Dtype`), except F4/F6, which have no torch type, in
+// the order of its enum: the writer's data order follows it (safetensors_rank).
+constexpr std::array<std::pair<std::string_view, DType>, 19> names{{
     {"BOOL", DType::boolean},
     {"U8", DType::uint8},
     {"I8", DType::int8},
     {"F8_E5M2", DType::float8_e5m2},
     {"F8_E4M3", DType::float8_e4m3fn},
     {"F8_E8M0", DType::float8_e8m0fnu},
+    {"F8_E4M3FNUZ", DType::float8_e4m3fnuz},
+    {"F8_E5M2FNUZ", DType::float8_e5m2fnuz},
     {"I16", DType::int16},
     {"U16", DType::uint16},
     {"F16", DType::float16},
@@ -46,6 +49,15 @@ std::optional<std::string_view> safetensors_name(DType dtype) noexcept {
         }
     }
     return std::nullopt;
+}
+
+int safetensors_rank(DType dtype) noexcept {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (names[i].second == dtype) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
 }
 
 } // namespace ringload::safetensors

@@ -10,51 +10,19 @@
 namespace ringload::safetensors {
 
 Result<std::string_view> dtype_name(DType dtype) {
-    // Written: what safetensors 0.4.5 reads (its newer C64 and F8_E8M0 are read, not written).
-    const auto name = safetensors_name(dtype);
-    if (name && dtype != DType::complex64 && dtype != DType::float8_e8m0fnu) {
+    // Written: every dtype recent safetensors writes (C64, F8_E8M0 and the fnuz float8s since
+    // 0.5-0.7; older readers refuse those names, as they would safetensors' own files).
+    if (const auto name = safetensors_name(dtype)) {
         return *name;
     }
     return fail(errc::unsupported, "dtype " + std::string(torch_name(dtype)) +
-                                       " has no safetensors name (safetensors 0.4.5 stores F64 F32 F16 BF16 I64 "
-                                       "I32 I16 I8 U8 U16 U32 U64 BOOL F8_E4M3 F8_E5M2); convert it first");
+                                       " has no safetensors name (safetensors stores F64 F32 F16 BF16 C64 I64 "
+                                       "I32 I16 I8 U8 U16 U32 U64 BOOL F8_E4M3 F8_E5M2 F8_E8M0 F8_E4M3FNUZ "
+                                       "F8_E5M2FNUZ); convert it first");
 }
 
 int reference_rank(DType dtype) {
-    switch (dtype) {
-        case DType::boolean:
-            return 0;
-        case DType::uint8:
-            return 1;
-        case DType::int8:
-            return 2;
-        case DType::float8_e5m2:
-            return 3;
-        case DType::float8_e4m3fn:
-            return 4;
-        case DType::int16:
-            return 5;
-        case DType::uint16:
-            return 6;
-        case DType::float16:
-            return 7;
-        case DType::bfloat16:
-            return 8;
-        case DType::int32:
-            return 9;
-        case DType::uint32:
-            return 10;
-        case DType::float32:
-            return 11;
-        case DType::float64:
-            return 12;
-        case DType::int64:
-            return 13;
-        case DType::uint64:
-            return 14;
-        default:
-            return -1;
-    }
+    return safetensors_rank(dtype);
 }
 
 Result<std::vector<std::byte>> build_header(std::span<const HeaderEntry> entries,

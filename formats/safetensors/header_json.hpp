@@ -32,14 +32,13 @@ struct HeaderEntry {
     std::uint64_t end_bytes = 0;
 };
 
-// "F16", "BF16", "BOOL", "F8_E4M3", ... or an error for a type safetensors 0.4.5 cannot store
-// (complex, float8 *fnuz / e8m0).
+// "F16", "BF16", "BOOL", "F8_E4M3", "C64", ... or an error for a type safetensors cannot store
+// (complex32, complex128).
 Result<std::string_view> dtype_name(DType dtype);
 
 // The reference's order for the data: by dtype rank descending (wider types first, so that
 // each tensor stays aligned to its item size), then by name. Rank follows the reference's
-// enum order (BOOL < U8 < I8 < F8_E5M2 < F8_E4M3 < I16 < U16 < F16 < BF16 < I32 < U32 < F32 <
-// F64 < I64 < U64); only meaningful for types dtype_name() accepts.
+// enum order (safetensors_rank in dtype_names.hpp); -1 for types dtype_name() refuses.
 int reference_rank(DType dtype);
 
 // Length field + JSON + padding: the bytes before the data. `alignment_bytes` is 8 or 64.

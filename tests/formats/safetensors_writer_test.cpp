@@ -122,6 +122,10 @@ TEST(SafetensorsHeader, EveryStorableDTypeHasItsName) {
         {DType::boolean, "BOOL"},
         {DType::float8_e4m3fn, "F8_E4M3"},
         {DType::float8_e5m2, "F8_E5M2"},
+        {DType::complex64, "C64"},
+        {DType::float8_e8m0fnu, "F8_E8M0"},
+        {DType::float8_e4m3fnuz, "F8_E4M3FNUZ"},
+        {DType::float8_e5m2fnuz, "F8_E5M2FNUZ"},
     };
     for (const auto& [dtype, name] : names) {
         auto got = safetensors::dtype_name(dtype);
@@ -129,8 +133,7 @@ TEST(SafetensorsHeader, EveryStorableDTypeHasItsName) {
         EXPECT_EQ(*got, name);
         EXPECT_GE(safetensors::reference_rank(dtype), 0);
     }
-    for (DType dtype : {DType::complex64, DType::complex128, DType::complex32, DType::float8_e4m3fnuz,
-                        DType::float8_e5m2fnuz, DType::float8_e8m0fnu}) {
+    for (DType dtype : {DType::complex128, DType::complex32}) {
         EXPECT_FALSE(safetensors::dtype_name(dtype)) << torch_name(dtype);
     }
 }
@@ -146,8 +149,8 @@ TEST(SafetensorsWriter, RefusesWhatTheFormatCannotHold) {
     TensorToWrite a{{"a"}, DType::float32, {2}, bytes};
     TensorToWrite a_again{{"a"}, DType::int64, {1}, bytes};
     EXPECT_NE(refused({a, a_again}).find("twice"), std::string::npos);
-    TensorToWrite complex{{"c"}, DType::complex64, {1}, bytes};
-    EXPECT_NE(refused({complex}).find("complex64"), std::string::npos);
+    TensorToWrite complex{{"c"}, DType::complex128, {1}, bytes};
+    EXPECT_NE(refused({complex}).find("complex128"), std::string::npos);
     TensorToWrite reserved{{"__metadata__"}, DType::float32, {2}, bytes};
     EXPECT_NE(refused({reserved}).find("reserved"), std::string::npos);
     TensorToWrite short_bytes{{"s"}, DType::float32, {3}, bytes};

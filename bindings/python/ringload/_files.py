@@ -1,37 +1,52 @@
-"""load_file / save_file in the style of safetensors.torch, for every format ringload reads.
+"""load_file / save_file and the rest of safetensors.torch's API, for every format ringload reads.
 
-    tensors = ringload.load_file("model.safetensors", device="cuda:0")   # or .pt, .tensors
+    tensors = ringload.load_file("model.safetensors", device="cuda:0")   # or .pt, .tensors, a URL
     ringload.save_file(tensors, "model.safetensors", metadata={"format": "pt"})
+    data = ringload.save(tensors); tensors = ringload.load(data)         # bytes
+    ringload.save_model(model, "model.safetensors"); ringload.load_model(model, "model.safetensors")
     ringload.convert("model.pt", "model.safetensors")                    # streamed, any to any
 
 The format is found from the file's first bytes, never from its name. Tensors of one load
 share one host arena (or device allocation); torch zip tensors that shared a storage when
-saved share its memory here too.
+saved share its memory here too. Writing safetensors refuses what safetensors refuses, with
+its exception types and words (shared or non-contiguous tensors, metadata that is not str).
 """
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Optional
 
 from . import _ringload
 from ._crypto import encryption_kwargs, secret_kwargs
 from ._deserializer import TensorDeserializer, _uri_of
+from ._opening import explained_open
+from ._shared import _remove_duplicate_names, check_for_save, check_metadata
+
+_BACKENDS = ("mmap", "pread")  # safetensors' ways to read; the engine has its own, either is accepted
 
 
-def load_file(filename, device="cpu", dtype=None, **options) -> dict:
+def _device_of(device) -> str:
+    return f"cuda:{device}" if isinstance(device, int) else str(device)
+
+
+def load_file(filename, device="cpu", dtype=None, *, backend: Optional[str] = None, **options) -> dict:
     """A flat dict of name to torch tensor (nested names joined with '.').
 
     Args:
         filename: a path or URL (http(s)://, s3://, redis://) of a tensorizer, safetensors or
             torch.save zip file.
-        device: "cpu", "cuda", "cuda:N" (or an int N, as safetensors takes it).
+        device: "cpu", "cuda", "cuda:N" (or an int N, or a torch.device, as safetensors takes it).
         dtype: floating tensors become this dtype on the way.
+        backend: safetensors' "mmap" or "pread", accepted for compatibility (the engine reads).
         options: the TensorDeserializer's keyword arguments (encryption, verify_hash, ...).
     """
-    if isinstance(device, int):
-        device = f"cuda:{device}"
-    with TensorDeserializer(filename, device=device, dtype=dtype, **options) as deserializer:
-        return deserializer.flat_tensors()
+    if backend is not None and backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(_BACKENDS)}, not {backend!r}")
+    uri = _uri_of(filename)
+    with explained_open(uri, wants_safetensors=False):
+        with TensorDeserializer(filename, device=_device_of(device), dtype=dtype, **options) as deserializer:
+            return deserializer.flat_tensors()
 
 
 def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, format: str = "safetensors",
@@ -39,10 +54,85 @@ def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, forma
     """Writes a dict of name to tensor as safetensors (default), torch or tensorizer.
 
     The file appears under its name only once complete. metadata (str to str) is safetensors'
-    __metadata__; alignment 8 or 64 is where safetensors' data starts.
+    __metadata__; alignment 8 or 64 is where safetensors' data starts. As safetensors, it
+    refuses (for format="safetensors") tensors that share memory (RuntimeError: use
+    save_model), non-contiguous or sparse ones (ValueError), metadata values that are not str
+    (TypeError). torch and tensorizer also take nested dicts and lists.
     """
     from ._serializer import write_file
+    if format == "safetensors":
+        check_for_save(tensors)
+        check_metadata(metadata)
     write_file(tensors, filename, format=format, metadata=metadata, alignment=alignment)
+
+
+def save(tensors: dict, metadata: Optional[dict] = None) -> bytes:
+    """The safetensors file of `tensors` as bytes (the same bytes save_file writes)."""
+    check_for_save(tensors)
+    check_metadata(metadata)
+    with tempfile.TemporaryDirectory(prefix="ringload-save-") as folder:
+        path = os.path.join(folder, "tensors.safetensors")
+        save_file(tensors, path, metadata=metadata)
+        with open(path, "rb") as file:
+            return file.read()
+
+
+def load(data: bytes) -> dict:
+    """The tensors (on the CPU) of a safetensors file given as bytes."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load takes the bytes of a safetensors file, not {type(data).__name__}")
+    with tempfile.TemporaryDirectory(prefix="ringload-load-") as folder:
+        path = os.path.join(folder, "data.safetensors")
+        with open(path, "wb") as file:
+            file.write(data)
+        try:
+            return load_file(path)
+        except Exception as error:  # the message names our temporary file: name the bytes instead
+            raise type(error)(str(error).replace(path, "<bytes>")) from None
+
+
+def save_model(model, filename, metadata: Optional[dict] = None, force_contiguous: bool = True) -> None:
+    """Saves model.state_dict() as safetensors, keeping one name per shared storage (tied
+    weights): the others are recorded in the metadata (dropped name -> kept name), as
+    safetensors' save_model does."""
+    state_dict = model.state_dict()
+    for kept_name, dropped in _remove_duplicate_names(state_dict).items():
+        for name in dropped:
+            if metadata is None:
+                metadata = {}
+            if name not in metadata:
+                metadata[name] = kept_name
+            del state_dict[name]
+    if force_contiguous:
+        state_dict = {name: tensor.contiguous() for name, tensor in state_dict.items()}
+    try:
+        save_file(state_dict, filename, metadata=metadata)
+    except ValueError as error:
+        raise ValueError(str(error) + " Or use save_model(..., force_contiguous=True), read the docs for potential "
+                         "caveats.") from None
+
+
+def load_model(model, filename, strict: bool = True, device="cpu", *, backend: Optional[str] = None):
+    """Loads a file into `model` (tied weights filled once, through the name on file);
+    returns (missing, unexpected) names, raising RuntimeError for either when strict."""
+    state_dict = load_file(filename, device=device, backend=backend)
+    to_removes = _remove_duplicate_names(model.state_dict(), preferred_names=list(state_dict.keys()))
+    missing, unexpected = model.load_state_dict(state_dict, strict=False)
+    missing = set(missing)
+    for dropped in to_removes.values():
+        for name in dropped:
+            if name not in missing:
+                unexpected.append(name)
+            else:
+                missing.remove(name)
+    if strict and (missing or unexpected):
+        error = f"Error(s) in loading state_dict for {model.__class__.__name__}:"
+        if missing:
+            error += "\n    Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in sorted(missing))
+        if unexpected:
+            error += "\n    Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in sorted(unexpected))
+        raise RuntimeError(error)
+    return missing, unexpected
 
 
 def convert(source, target, *, format: Optional[str] = None, decryption=None, encryption=None,

@@ -2,10 +2,12 @@
 names the file or URL and what is wrong).
 
     RingloadError                 every failure of the engine
-    ├── FormatError               not a tensorizer file, a bad header, a truncated file
+    ├── SafetensorError           what safetensors raises as SafetensorError (safe_open's refusals)
+    │   └── FormatError           not a tensorizer file, a bad header, a truncated file
     ├── HashMismatchError         a stored CRC32 or SHA-256 does not match (verify_hash=True)
     ├── DecryptionError           no key, a wrong key or passphrase, a key for a plain file
-    ├── SourceError (OSError)     the file or URL cannot be read (not found, I/O, network)
+    ├── SourceError (OSError)     the file or URL cannot be read (I/O, network)
+    │   └── SourceNotFoundError (FileNotFoundError)  no such file, object or key
     ├── DeviceError               a GPU call failed
     ├── CancelledError            a progress callback raised, and the load stopped
     └── ArgumentError (ValueError) an option the engine refuses
@@ -16,7 +18,12 @@ class RingloadError(Exception):
     """A failure of the ringload engine; str(error) says where and what."""
 
 
-class FormatError(RingloadError):
+class SafetensorError(RingloadError):
+    """safetensors' error class, for the drop-in: a slice out of range, a closed safe_open, a
+    missing tensor, a bad header (FormatError is one)."""
+
+
+class FormatError(SafetensorError):
     """The bytes are not a (valid, complete) tensorizer file."""
 
 
@@ -32,6 +39,10 @@ class SourceError(RingloadError, OSError):
     """The file or URL cannot be read."""
 
 
+class SourceNotFoundError(SourceError, FileNotFoundError):
+    """The file, object or key does not exist (FileNotFoundError, as safetensors raises)."""
+
+
 class DeviceError(RingloadError):
     """A GPU call failed."""
 
@@ -44,5 +55,5 @@ class ArgumentError(RingloadError, ValueError):
     """An argument the engine refuses."""
 
 
-__all__ = ["RingloadError", "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError",
+__all__ = ["RingloadError", "SafetensorError", "SourceNotFoundError", "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError",
            "CancelledError", "ArgumentError"]

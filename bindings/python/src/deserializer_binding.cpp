@@ -365,6 +365,17 @@ void bind_deserializer(nb::module_& m) {
         .def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
         .def_prop_ro("encrypted", [](PyDeserializer& self) { return self.index().encrypted; })
         .def_prop_ro("total_tensor_bytes", [](PyDeserializer& self) { return self.index().total_tensor_bytes(); })
+        // For safe_open: which format read the file, and safetensors' __metadata__ in file order.
+        .def_prop_ro("format", [](PyDeserializer& self) { return std::string(self.index().format_name()); })
+        .def_prop_ro(
+            "metadata",
+            [](PyDeserializer& self) {
+                nb::list pairs;
+                for (const auto& [key, value] : self.index().metadata) {
+                    pairs.append(nb::make_tuple(nb::str(key.data(), key.size()), nb::str(value.data(), value.size())));
+                }
+                return pairs;
+            })
         .def("load", &PyDeserializer::load, nb::arg("indices"), nb::arg("device") = "cpu",
              nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false,
              nb::arg("destinations").none() = nb::none(), nb::arg("slot_size") = 0, nb::arg("slot_count") = 0,

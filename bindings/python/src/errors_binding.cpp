@@ -23,8 +23,9 @@ const char* class_for(errc code) {
         case errc::format_error:
             return "FormatError";
         case errc::io_error:
-        case errc::not_found:
             return "SourceError";
+        case errc::not_found:
+            return "SourceNotFoundError"; // a SourceError and a FileNotFoundError
         case errc::device_error:
             return "DeviceError";
         case errc::cancelled:

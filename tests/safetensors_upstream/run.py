@@ -1,0 +1,36 @@
+"""Runs safetensors' own torch tests (copied unchanged from huggingface/safetensors, see
+README.md) against ringload: the shim/ folder makes `safetensors` and `safetensors.torch`
+ringload's names. The tests write to ./tests/data and ./, so they run in a fresh folder.
+
+    PYTHONPATH=<build>/bindings/python .venv/bin/python tests/safetensors_upstream/run.py
+
+Exit status: pytest's (77, a skip, without torch or ringload).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = ["test_pt_comparison.py", "test_simple.py", "test_pt_model.py"]
+
+
+def main() -> int:
+    try:
+        import ringload  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as error:
+        print(f"skipped: {error}")
+        return 77
+    env = dict(os.environ)
+    paths = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "shim"), *paths])
+    with tempfile.TemporaryDirectory(prefix="safetensors-upstream-") as work:
+        os.makedirs(os.path.join(work, "tests", "data"))
+        command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir", HERE,
+                   *sys.argv[1:], *(os.path.join(HERE, name) for name in TESTS)]
+        return subprocess.call(command, cwd=work, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

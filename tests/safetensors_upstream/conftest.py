@@ -24,3 +24,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"torch {torch.__version__} has no torch.{attribute}"))
         if item.name in _NOT_RINGLOAD:
             item.add_marker(pytest.mark.skip(reason=_NOT_RINGLOAD[item.name]))
+
+
+def pytest_configure(config):
+    # The run is only worth something if `safetensors` is the shim (ringload), not the real package.
+    import ringload
+    import safetensors
+    import safetensors.torch
+    assert safetensors.safe_open is ringload.safe_open, f"safetensors is {safetensors.__file__}, not the shim"
+    assert safetensors.torch.save_file is ringload.save_file

@@ -15,7 +15,8 @@ Tensors reach torch and numpy without copies (DLPack), on the CPU and on CUDA de
 is released while the engine works. Failures raise ringload.errors classes.
 """
 from .errors import (ArgumentError, CancelledError, DecryptionError, DeviceError, FormatError,  # noqa: F401
-                     HashMismatchError, RingloadError, SafetensorError, SourceError, SourceNotFoundError)
+                     HashMismatchError, RingloadError, SafetensorError, SliceIndexError, SourceError,
+                     SourceNotFoundError)
 from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
 from ._deserializer import TensorDeserializer  # noqa: F401
 from ._serializer import TensorSerializer  # noqa: F401
@@ -25,4 +26,4 @@ from ._safe_open import safe_open  # noqa: F401
 __all__ = ["TensorDeserializer", "TensorSerializer", "convert", "load_file", "save_file", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
            "ArgumentError", "load", "save", "load_model", "save_model", "safe_open", "SafetensorError",
-           "SourceNotFoundError"]
+           "SourceNotFoundError", "SliceIndexError"]

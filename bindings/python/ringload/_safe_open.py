@@ -23,7 +23,7 @@ from ._deserializer import _Entry, _uri_of
 from ._opening import explained_open
 from ._slices import load_slices
 from ._tensors import to_torch
-from .errors import SafetensorError
+from .errors import SafetensorError, SliceIndexError
 
 # safetensors' dtype spellings (get_dtype) for ringload's (torch's) names.
 SAFETENSORS_DTYPES = {
@@ -220,8 +220,9 @@ def _bound_text(value) -> str:
 
 
 def _parse_index(index, shape: tuple) -> _Parsed:
-    """safetensors' indexing rules and error words; beyond them, negative slice bounds and
-    positive steps as in torch (safetensors refuses the first and ignores the second)."""
+    """safetensors' indexing rules and error words (an int or a stop past the end is refused);
+    beyond them, as in torch: negative slice bounds, positive steps, a start past the end
+    (empty). safetensors refuses negative bounds, ignores steps and refuses such starts."""
     shape = tuple(shape)
     items = _items_of(index, len(shape))
     shown, converted = [], []
@@ -241,30 +242,28 @@ def _parse_index(index, shape: tuple) -> _Parsed:
             size = shape[dim] if dim < len(shape) else 0
             if position < 0 and dim < len(shape):
                 if position + size < 0:
-                    raise SafetensorError(f"Invalid index {position} for dimension {dim} of size {size}")
+                    raise SliceIndexError(f"Invalid index {position} for dimension {dim} of size {size}")
                 position += size
             shown.append(str(position))
             converted.append(position)
     where = f"Error during slicing [{', '.join(shown)}] with shape {list(shape)}"
     if len(items) > len(shape):
-        raise SafetensorError(f"{where}: more slicing indexes than dimensions in tensor")
+        raise SliceIndexError(f"{where}: more slicing indexes than dimensions in tensor")
     ranges, after = [], []
     for dim, size in enumerate(shape):
         item = converted[dim] if dim < len(converted) else (None, None, None)
         if isinstance(item, int):
             if item >= size:
-                raise SafetensorError(f"{where}: index {item} out of bounds for tensor dimension #{dim} of size {size}")
+                raise SliceIndexError(f"{where}: index {item} out of bounds for tensor dimension #{dim} of size {size}")
             ranges.append((item, item + 1))
             after.append(0)
             continue
         start, stop, step = item
         start = 0 if start is None else (max(0, start + size) if start < 0 else start)
         stop = size if stop is None else (max(0, stop + size) if stop < 0 else stop)
-        if start > size:
-            raise SafetensorError(f"{where}: index {start} out of bounds for tensor dimension #{dim} of size {size}")
         if stop > size:
-            raise SafetensorError(f"{where}: index {stop - 1} out of bounds for tensor dimension #{dim} of size {size}")
-        stop = max(start, stop)
+            raise SliceIndexError(f"{where}: index {stop - 1} out of bounds for tensor dimension #{dim} of size {size}")
+        start = min(start, stop)  # past the end, or after stop: empty, as in torch
         ranges.append((start, stop))
         after.append(slice(None, None, step) if step not in (None, 1) else slice(None))
     return _Parsed(ranges, tuple(after))

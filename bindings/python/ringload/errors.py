@@ -3,7 +3,8 @@ names the file or URL and what is wrong).
 
     RingloadError                 every failure of the engine
     ├── SafetensorError           what safetensors raises as SafetensorError (safe_open's refusals)
-    │   └── FormatError           not a tensorizer file, a bad header, a truncated file
+    │   ├── FormatError           not a tensorizer file, a bad header, a truncated file
+    │   └── SliceIndexError (IndexError)  get_slice(...)[...] out of range
     ├── HashMismatchError         a stored CRC32 or SHA-256 does not match (verify_hash=True)
     ├── DecryptionError           no key, a wrong key or passphrase, a key for a plain file
     ├── SourceError (OSError)     the file or URL cannot be read (I/O, network)
@@ -39,6 +40,11 @@ class SourceError(RingloadError, OSError):
     """The file or URL cannot be read."""
 
 
+class SliceIndexError(SafetensorError, IndexError):
+    """An index out of range in get_slice(...)[...], with recent safetensors' words; an
+    IndexError too, as torch's indexing (and safetensors 0.4) raises."""
+
+
 class SourceNotFoundError(SourceError, FileNotFoundError):
     """The file, object or key does not exist (FileNotFoundError, as safetensors raises)."""
 
@@ -55,5 +61,5 @@ class ArgumentError(RingloadError, ValueError):
     """An argument the engine refuses."""
 
 
-__all__ = ["RingloadError", "SafetensorError", "SourceNotFoundError", "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError",
-           "CancelledError", "ArgumentError"]
+__all__ = ["RingloadError", "SafetensorError", "SliceIndexError", "SourceNotFoundError", "FormatError",
+           "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError", "ArgumentError"]

@@ -373,3 +373,56 @@ def test_safe_open_over_http(served, format):
         assert f.total_bytes_read > 0
     with pytest.raises(FileNotFoundError):
         ringload.safe_open(f"{server.http_url}/missing.safetensors", framework="pt")
+
+
+# --- from S3 (moto) and Redis (redis-server) ----------------------------------------------------
+
+def test_safe_open_from_s3(tmp_path, monkeypatch):
+    from s3_server import MotoServer
+    state = peer_state()
+    paths = write_every_format(tmp_path, state)
+    try:
+        s3 = MotoServer()
+        s3.__enter__()
+    except RuntimeError as error:
+        pytest.skip(str(error))
+    try:
+        admin = s3.client()
+        admin.create_bucket(Bucket="models")
+        for path in paths.values():
+            admin.upload_file(path, "models", os.path.basename(path))
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "admin")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "admin")
+        monkeypatch.setenv("AWS_REGION", "us-east-1")
+        for format, path in paths.items():
+            with ringload.safe_open(f"s3://models/{os.path.basename(path)}", framework="pt",
+                                    s3_endpoint=s3.url) as f:
+                assert f.keys() == sorted(state), format
+                assert torch.equal(f.get_tensor("bf16"), state["bf16"]), format
+                assert torch.equal(f.get_slice("f32")[:, 3:-3], state["f32"][:, 3:-3]), format
+        with pytest.raises(FileNotFoundError):
+            ringload.safe_open("s3://models/missing.safetensors", framework="pt", s3_endpoint=s3.url)
+    finally:
+        s3.__exit__(None, None, None)
+
+
+def test_safe_open_from_redis():
+    from redis_server import RedisServer
+    state = peer_state()
+    try:
+        server = RedisServer()
+        server.__enter__()
+    except RuntimeError as error:
+        pytest.skip(str(error))
+    try:
+        uri = server.uri + "/model"
+        with ringload.TensorSerializer(uri) as serializer:
+            serializer.write_state_dict(state)
+        with ringload.safe_open(uri, framework="pt") as f:
+            assert f.keys() == sorted(state)
+            assert f.metadata() is None
+            for name, tensor in state.items():
+                assert torch.equal(f.get_tensor(name), tensor), name
+            assert torch.equal(f.get_slice("i64")[-2:, 1], state["i64"][-2:, 1])
+    finally:
+        server.__exit__(None, None, None)

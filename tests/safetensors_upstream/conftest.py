@@ -1,6 +1,7 @@
 """Skips, each with its reason, the upstream tests that cannot run here (the test files stay
-as upstream wrote them): tests for dtypes this torch lacks, which upstream lets return early
-(they would pass without testing anything), and safetensors' low-level byte API."""
+as upstream wrote them): tests for dtypes or calls this torch lacks (upstream lets the dtype
+tests return early: they would pass without testing anything), and safetensors' low-level
+byte API."""
 import pytest
 import torch
 
@@ -11,6 +12,9 @@ _NEEDS_TORCH = {
     "test_odd_dtype_fp8_e8m0": "float8_e8m0fnu",
     "test_odd_dtype_fp8_fnuz": "float8_e4m3fnuz",
     "test_odd_dtype_fp4": "float4_e2m1fn_x2",
+    # GPU tests that use torch 2.0's default device (torch.set_default_device, `with torch.device`).
+    "test_gpu_default_device": "set_default_device",
+    "test_deserialization_device": "set_default_device",
 }
 _NOT_RINGLOAD = {
     "test_exception": "safetensors' low-level byte API (TensorSpec, serialize) has no ringload counterpart",

@@ -74,7 +74,8 @@ def test_files_cross_load(tmp_path):
 
 
 def test_complex64_and_dtype_order_as_recent_safetensors_writes_them():
-    state = {"c": torch.complex(torch.tensor([-1.0, 2.0]), torch.tensor([1.0, 0.5])), "b": torch.ones(3, dtype=torch.bool),
+    state = {"c": torch.complex(torch.tensor([-1.0, 2.0]), torch.tensor([1.0, 0.5])),
+             "b": torch.ones(3, dtype=torch.bool),
              "f": torch.ones(2, dtype=torch.float64), "h": torch.ones(2, dtype=torch.float16)}
     data = ringload.save(state)
     header = header_of(data)
@@ -177,7 +178,8 @@ def slice_indexes(shape):
         indexes += [0, first - 1, -1]
     if len(shape) > 1:
         second = shape[1]
-        indexes += [(slice(None), slice(1, None)), (Ellipsis, slice(0, second // 2)), (slice(min(1, first), min(3, first)), slice(None, None, 3))]
+        indexes += [(slice(None), slice(1, None)), (Ellipsis, slice(0, second // 2)),
+                    (slice(min(1, first), min(3, first)), slice(None, None, 3))]
         if second:
             indexes += [(slice(None), -1), (slice(2, None), 0)]
     return indexes

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <string>
 
 namespace ringload {
 namespace {
@@ -149,6 +151,50 @@ TEST(SliceRuns, CopyRunsGathers) {
     std::vector<std::uint16_t> out(4);
     copy_runs(reinterpret_cast<std::byte*>(out.data()), reinterpret_cast<const std::byte*>(source.data()), runs, 2);
     EXPECT_EQ(out, (std::vector<std::uint16_t>{6, 7, 11, 12}));
+}
+
+// Deserializer::load_slices through the C++ API on a tensorizer fixture: every tensor's last
+// two-thirds of rows against the same cut of its whole load, all in one call that reads less.
+TEST(LoadSlices, RowSlicesOfAFixtureMatchTheWholeLoad) {
+    auto opened = Deserializer::open(std::string(RINGLOAD_TEST_DATA_DIR) + "/tensorizer/large_mixed_v2.tensors");
+    ASSERT_TRUE(opened.has_value()) << opened.error().message();
+    auto whole = opened->load();
+    ASSERT_TRUE(whole.has_value()) << whole.error().message();
+    std::vector<SliceRequest> requests;
+    for (std::size_t i = 0; i < opened->index().tensors.size(); ++i) {
+        const TensorInfo& tensor = opened->index().tensors[i];
+        SliceRequest request{i, {}};
+        for (std::size_t k = 0; k < tensor.shape.size(); ++k) {
+            request.ranges.push_back({k == 0 ? tensor.shape[0] / 3 : 0, tensor.shape[k]});
+        }
+        requests.push_back(std::move(request));
+    }
+    auto sliced = opened->load_slices(requests);
+    ASSERT_TRUE(sliced.has_value()) << sliced.error().message();
+    ASSERT_EQ(sliced->tensors.size(), requests.size());
+    EXPECT_LT(sliced->bytes_read, whole->bytes_read);
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+        const LoadedTensor& full = whole->tensors[r];
+        const auto runs = slice_element_runs(c_strides(full.info.shape), 0, requests[r].ranges);
+        std::vector<std::byte> want(sliced->tensors[r].bytes.size());
+        copy_runs(want.data(), full.bytes.data(), runs, itemsize(full.info.dtype));
+        EXPECT_EQ(sliced->tensors[r].info.shape, slice_shape(requests[r].ranges)) << full.info.name;
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), sliced->tensors[r].bytes.begin())) << full.info.name;
+    }
+}
+
+TEST(LoadSlices, ABadRequestNamesTheFileAndTensor) {
+    const std::string path = std::string(RINGLOAD_TEST_DATA_DIR) + "/tensorizer/large_mixed_v2.tensors";
+    auto opened = Deserializer::open(path);
+    ASSERT_TRUE(opened.has_value());
+    const std::vector<SliceRequest> past{{0, {{0, 4}, {0, 251}}}};
+    auto refused = opened->load_slices(past);
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_EQ(refused.error().detail, path +
+                                          ": tensor 'model.layers.0.block_0.float16': dimension 1 has 250 "
+                                          "elements; the range [0, 251) is not within it");
+    const std::vector<SliceRequest> missing{{1000, {}}};
+    EXPECT_FALSE(opened->load_slices(missing).has_value());
 }
 
 } // namespace

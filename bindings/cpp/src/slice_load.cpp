@@ -284,7 +284,21 @@ Result<RunStats> read_whole_tensors(Deserializer& self, std::span<const SliceReq
     return stats;
 }
 
-// The slices, cut on the host, into one device allocation (through page-locked staging).
+// Queues each slice's copy from the host into `device` (through page-locked staging).
+Result<void> queue_uploads(DeviceLink& link, std::byte* device, const SliceLayout& layout, const HostArena& host) {
+    for (const auto& place : layout.places) {
+        const std::size_t length = place.numel * itemsize(place.loaded);
+        if (length == 0) {
+            continue;
+        }
+        RL_TRY(staging, link.staging(length));
+        std::memcpy(staging.get(), host.data() + place.out_offset, length);
+        RL_TRY_VOID(link.upload(device + place.out_offset, staging.get(), length, staging));
+    }
+    return link.synchronize();
+}
+
+// The slices, cut on the host, into one device allocation.
 template <class DeserializerImpl>
 Result<LoadedModel> upload_slices(DeserializerImpl& impl, int ordinal, const LoadOptions& options,
                                   const SliceLayout& layout, const HostArena& host, const RunStats& stats) {
@@ -294,16 +308,11 @@ Result<LoadedModel> upload_slices(DeserializerImpl& impl, int ordinal, const Loa
     RL_TRY_VOID(link.order_after_default_stream());
     (void)link.take_scratch_peak_bytes();
     RL_TRY(memory, allocate_device_block(ordinal, layout.out_bytes));
-    for (const auto& place : layout.places) {
-        const std::size_t length = place.numel * itemsize(place.loaded);
-        if (length == 0) {
-            continue;
-        }
-        RL_TRY(staging, link.staging(length));
-        std::memcpy(staging.get(), host.data() + place.out_offset, length);
-        RL_TRY_VOID(link.upload(memory.get() + place.out_offset, staging.get(), length, staging));
+    auto uploaded = queue_uploads(link, memory.get(), layout, host);
+    if (!uploaded) {
+        (void)link.synchronize(); // copies still queued must not outlive `memory`
+        return uploaded.error();
     }
-    RL_TRY_VOID(link.synchronize());
     return impl.device_model(link, memory, layout.out_bytes, stats);
 }
 

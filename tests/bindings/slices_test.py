@@ -413,3 +413,16 @@ def test_torch_fixtures_slice_as_their_whole_tensors(fixture):
     assert 0 < loaded.bytes_read <= whole.bytes_read or not whole.bytes_read
     for k, want in enumerate(wants):
         assert bytes(loaded.numpy_array(k, raw=True)) == want, (fixture, requests[k])
+
+
+def test_a_gpu_that_cannot_be_used_fails_as_load_does(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a usable GPU: python_cuda covers device loads")
+    path = tmp_path / "gpu.safetensors"
+    safetensors_torch.save_file({"w": torch.zeros(4, 5)}, str(path))
+    engine = _ringload.Deserializer(str(path))
+    with pytest.raises(Exception) as whole:
+        engine.load([0], device="cuda:0")
+    with pytest.raises(Exception) as sliced:
+        engine.load_slices([(0, [(0, 2), (0, 5)])], device="cuda:0")
+    assert str(sliced.value) == str(whole.value)

@@ -323,6 +323,10 @@ Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requ
     RL_TRY(ordinal, gpu::parse_device(options.device));
     const Index& index = impl_->index;
     RL_TRY(layout, plan_slices(index, requests, options, impl_->source_name()));
+    if (ordinal != gpu::cpu_ordinal) { // a device that cannot be used fails before anything is read
+        RL_TRY(ring, impl_->ring_for(options));
+        RL_TRY_VOID(impl_->link_for(ordinal, *ring));
+    }
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(layout.out_bytes, 1)));
     std::shared_ptr<HostArena> raw;
     if (layout.raw_bytes > 0) {

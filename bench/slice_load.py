@@ -10,8 +10,12 @@ cache dropped, RAM warmed as bench/common.sh does) and over HTTP/1.1 from nginx 
   quarter:  get_slice-style, the first quarter of the rows of every 2-D+ tensor
             (rows [0, n // 4), all columns), all in ONE Deserializer.load_slices call
 
-and reports bytes read / (the quarter's bytes + one slot per tensor), which must be <= 1
-(the issue's bound), and bytes read / the quarter's bytes. Prints a table and JSON lines.
+  columns: tensor-parallel style, the first eighth of the columns of every 2-D+ tensor: one
+            run per row, gaps up to 64 KiB read through (the default)
+  columns-exact: the same with merge_gap=0: one range per row, only the slices' bytes read
+
+and reports bytes read / (the slices' bytes + one slot per tensor), which must be <= 1 for the
+quarter (the issue's bound), and bytes read / the slices' bytes. Prints a table and JSON lines.
 
     .venv/bin/python bench/slice_load.py build/release /work/benchdata/gpt2-xl.safetensors \\
         /work/benchdata/gpt2-xl.tensors
@@ -64,6 +68,19 @@ def quarter_requests(rows):
     return requests, needed
 
 
+def column_requests(rows):
+    """Tensor-parallel style: the first eighth of the columns (dimension 1) of every 2-D+ tensor."""
+    requests, needed = [], 0
+    for row in rows:
+        shape = row["shape"]
+        if len(shape) < 2:
+            continue
+        ranges = [(0, shape[0]), (0, shape[1] // 8)] + [(0, n) for n in shape[2:]]
+        requests.append((row["index"], ranges))
+        needed += math.prod(b - a for a, b in ranges) * ITEMSIZE[row["dtype"]]
+    return requests, needed
+
+
 def one(uri, kind, slot, size, cold, http):
     prepare(size, cold)
     network = {"http_version": "1.1"} if http else {}
@@ -74,8 +91,8 @@ def one(uri, kind, slot, size, cold, http):
         loaded = engine.load([r["index"] for r in rows], slot_size=slot)
         needed, tensors = loaded.bytes, len(rows)
     else:
-        requests, needed = quarter_requests(rows)
-        loaded = engine.load_slices(requests, slot_size=slot)
+        requests, needed = (quarter_requests if kind == "quarter" else column_requests)(rows)
+        loaded = engine.load_slices(requests, slot_size=slot, merge_gap=0 if kind == "columns-exact" else None)
         tensors = len(requests)
     seconds = time.perf_counter() - started
     engine.close()
@@ -83,9 +100,9 @@ def one(uri, kind, slot, size, cold, http):
 
 
 def run_source(label, uri, size, slot, cold, http, results):
-    rounds = {"whole": [], "quarter": []}
+    rounds = {"whole": [], "quarter": [], "columns": [], "columns-exact": []}
     for _ in range(args.rounds):
-        for kind in ("whole", "quarter"):  # interleaved, so both see the same machine
+        for kind in rounds:  # interleaved, so all see the same machine
             rounds[kind].append(one(uri, kind, slot, size, cold, http))
     for kind, runs in rounds.items():
         r = runs[0]

@@ -264,7 +264,7 @@ def quarter_rows(engine, names, slot):
 def big_state():
     generator = torch.Generator().manual_seed(11)
     state = {f"layer{k}.w": torch.randn(512 + 37 * k, 300 + k, generator=generator) for k in range(6)}
-    state["wide"] = torch.randn(16, 2048, generator=generator)  # rows 8 KiB apart
+    state["wide"] = torch.randn(16, 20000, generator=generator)  # rows 80 KB apart: past the merge gap
     return state
 
 
@@ -331,11 +331,18 @@ def test_many_slices_in_one_call_are_one_plan(nginx_files):
     assert loaded.bytes_read == 10 * row_bytes
     for k in range(10):
         assert torch.equal(loaded.array(k), state["layer0.w"][k:k + 1])
-    # A dense column slice (runs longer than the gaps): one range request.
+    # A dense column slice (gaps of 80 bytes): one range request, with the gaps read through.
     loaded, ranged = range_requests([(w.index, [(0, 64), (10, w.shape[1] - 10)])])
     assert len(ranged) == 1, ranged
     assert torch.equal(loaded.array(0), state["layer0.w"][:64, 10:-10])
-    # A sparse column slice (rows 8 KiB apart, 8 bytes of each): one range per row, only the runs read.
+    assert loaded.bytes_read == 63 * row_bytes + (w.shape[1] - 20) * 4
+    # The same with merge_gap=0: one range per row, only the slice's bytes.
+    before = len(server.requests())
+    loaded = engine.load_slices([(w.index, [(0, 64), (10, w.shape[1] - 10)])], merge_gap=0)
+    assert len([r for r in server.requests()[before:] if "big.safetensors" in r[0]]) == 64
+    assert loaded.bytes_read == 64 * (w.shape[1] - 20) * 4
+    assert torch.equal(loaded.array(0), state["layer0.w"][:64, 10:-10])
+    # A sparse column slice (rows 80 KB apart, 8 bytes of each): one range per row, only the runs read.
     wide = entries["wide"]
     loaded, ranged = range_requests([(wide.index, [(0, 8), (3, 5)])])
     assert torch.equal(loaded.array(0), state["wide"][:8, 3:5])

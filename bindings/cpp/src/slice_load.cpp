@@ -12,7 +12,9 @@
 // Tensorizer records have headers before their data: a slice reads data only (the index has
 // the data offsets). Runs that overlap in the source (a tensor asked twice, torch views that
 // share a storage's bytes) are read once into scratch and copied from there. Spans are merged
-// only where dense (slice_merge_gap_bytes), so a slice reads little beyond what it needs.
+// only where dense (gaps up to slice_merge_gap_bytes, 64 KiB, where another range would cost
+// more than reading the gap): a row range reads exactly its bytes; a column slice reads one
+// range per row, or the rows' whole block where they are shorter than that.
 //
 // Encrypted tensorizer files and verify_hashes: the boxes and the stored hashes cover whole
 // tensors, so the covering whole tensors are read through the normal load() and the slices cut
@@ -31,11 +33,15 @@
 namespace ringload {
 namespace {
 
-// Gaps the plan reads through: the smallest run, within [4 KiB, 64 KiB]. A gap is then at most
-// one page (what O_DIRECT reads anyway) or no longer than the runs it joins.
-std::uint64_t slice_merge_gap_bytes(std::uint64_t smallest_run_bytes) {
-    return std::clamp<std::uint64_t>(smallest_run_bytes, 4 << 10, plain_merge_gap_bytes);
-}
+// Gaps the plan reads through by default: those a whole load reads through too. A range costs
+// about as much as reading 64-170 KiB here (executor and request; measured with column slices
+// of the 3.1 GB demo, docs/benchmarks.md): an eighth of the columns of every matrix took 7.3 s
+// from the disk and 12 s over HTTP with gaps of at most 4 KiB read through (reading 4x the
+// slices' bytes), 2.3 s and 3.6 s with 64 KiB (8x; the whole load: 2 s). Row ranges are
+// exact either way: the gaps between slices of different tensors are most of a tensor, and
+// where they are not, at most 64 KiB (less than a slot) per tensor is read beyond them.
+// SliceReadOptions::merge_gap_bytes = 0 reads only the slices' bytes (a metered source).
+constexpr std::uint64_t slice_merge_gap_bytes = plain_merge_gap_bytes;
 
 // One request as it is loaded: its output's shape, type and place.
 struct SlicePlace {
@@ -229,14 +235,11 @@ void fill_slices(LoadedModel& model, const Index& index, std::span<const SliceRe
 // Every run in one plan through the ring.
 template <class DeserializerImpl>
 Result<RunStats> read_runs(DeserializerImpl& impl, std::span<const SliceRequest> requests, const LoadOptions& options,
-                           const SliceLayout& layout, std::byte* out, std::byte* raw, WorkerPool& pool) {
+                           const SliceReadOptions& read_options, const SliceLayout& layout, std::byte* out,
+                           std::byte* raw, WorkerPool& pool) {
     std::vector<ByteRun> runs = byte_runs(impl.index, requests, layout, out, raw);
     if (runs.empty()) {
         return RunStats{};
-    }
-    std::uint64_t smallest_run_bytes = runs.front().length_bytes;
-    for (const auto& run : runs) {
-        smallest_run_bytes = std::min(smallest_run_bytes, run.length_bytes);
     }
     std::size_t scratch_bytes = 0;
     const std::vector<ReadGroup> groups = group_runs(runs, scratch_bytes);
@@ -247,8 +250,8 @@ Result<RunStats> read_runs(DeserializerImpl& impl, std::span<const SliceRequest>
     }
     std::vector<PlainSpan> spans = read_spans(impl.index, requests, runs, groups, scratch ? scratch->data() : nullptr);
     RL_TRY(ring, impl.ring_for(options));
-    RL_TRY(graph,
-           build_plain_graph(std::move(spans), nullptr, impl.source_name(), slice_merge_gap_bytes(smallest_run_bytes)));
+    RL_TRY(graph, build_plain_graph(std::move(spans), nullptr, impl.source_name(),
+                                    read_options.merge_gap_bytes.value_or(slice_merge_gap_bytes)));
     RL_TRY(stats, impl.run_handler(options, *ring, pool, graph->plan(), *graph, requests.size()));
     if (scratch) {
         copy_from_scratch(runs, groups, scratch->data());
@@ -318,7 +321,8 @@ Result<LoadedModel> upload_slices(DeserializerImpl& impl, int ordinal, const Loa
 
 } // namespace
 
-Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requests, const LoadOptions& options) {
+Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requests, const LoadOptions& options,
+                                              const SliceReadOptions& read_options) {
     const auto started = std::chrono::steady_clock::now();
     RL_TRY(ordinal, gpu::parse_device(options.device));
     const Index& index = impl_->index;
@@ -337,7 +341,7 @@ Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requ
     WorkerPool pool(options.worker_threads);
     RL_TRY(read, index.encrypted || options.verify_hashes
                      ? read_whole_tensors(*this, requests, options, layout, arena->data(), raw_base)
-                     : read_runs(*impl_, requests, options, layout, arena->data(), raw_base, pool));
+                     : read_runs(*impl_, requests, options, read_options, layout, arena->data(), raw_base, pool));
     std::vector<ConversionJob> conversions;
     for (const auto& place : layout.places) {
         if (place.converts) {

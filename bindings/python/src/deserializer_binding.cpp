@@ -286,7 +286,7 @@ public:
     std::shared_ptr<Loaded> load_slices(
         const std::vector<std::pair<std::size_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>>& requests,
         const std::string& device, std::optional<std::string> dtype, bool verify, std::size_t slot_size,
-        std::uint32_t slot_count, std::size_t threads) {
+        std::uint32_t slot_count, std::size_t threads, std::optional<std::uint64_t> merge_gap) {
         opened();
         const std::shared_ptr<Deserializer> kept = inner_;
         std::vector<SliceRequest> slices;
@@ -316,7 +316,7 @@ public:
         {
             nb::gil_scoped_release released;
             std::lock_guard lock(mutex_);
-            model = kept->load_slices(slices, options);
+            model = kept->load_slices(slices, options, SliceReadOptions{merge_gap});
         }
         loaded->model = value_or_throw(std::move(model));
         loaded->position_of_k.resize(slices.size());
@@ -419,9 +419,10 @@ void bind_deserializer(nb::module_& m) {
              "Loads the tensors at `indices` (GIL released); destinations: addresses on `device` to fill")
         .def("load_slices", &PyDeserializer::load_slices, nb::arg("requests"), nb::arg("device") = "cpu",
              nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false, nb::arg("slot_size") = 0,
-             nb::arg("slot_count") = 0, nb::arg("threads") = 0,
+             nb::arg("slot_count") = 0, nb::arg("threads") = 0, nb::arg("merge_gap").none() = nb::none(),
              "Reads slices: requests are (tensor index, [(start, stop) per dimension]), all in one pass (GIL "
-             "released); tensor k of the result is request k")
+             "released); tensor k of the result is request k; merge_gap: gaps up to this many bytes are read "
+             "through (None: automatic)")
         .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
              nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
              nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("memory_budget") = 1ULL << 30,

@@ -145,6 +145,13 @@ struct SliceRequest {
     std::vector<SliceRange> ranges;
 };
 
+// How load_slices plans its reads.
+struct SliceReadOptions {
+    // Gaps between the slices' runs up to this many bytes are read through (one range instead of
+    // two: a request or read saved, the gap's bytes read). Empty: automatic (slice_load.cpp).
+    std::optional<std::uint64_t> merge_gap_bytes;
+};
+
 class Deserializer {
 public:
     // A local path, file:// URI, http:// or https:// URL (HTTP/1.1 or HTTP/2 range reads),
@@ -164,7 +171,8 @@ public:
     // what came from the source. Of `options`, filter, destination, contiguous and
     // compute_sha256 do not apply. Encrypted files and verify_hashes read the covering whole
     // tensors (their boxes and hashes cover whole tensors) and cut the slices out in memory.
-    Result<LoadedModel> load_slices(std::span<const SliceRequest> requests, const LoadOptions& options = {});
+    Result<LoadedModel> load_slices(std::span<const SliceRequest> requests, const LoadOptions& options = {},
+                                    const SliceReadOptions& read_options = {});
 
 private:
     struct Impl;

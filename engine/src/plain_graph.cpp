@@ -30,6 +30,11 @@ std::vector<std::unique_ptr<Stage>> plain_stages(const PlainSpan& span, DeviceLi
 
 Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
                                                       std::string source_name) {
+    return build_plain_graph(std::move(spans), device, std::move(source_name), plain_merge_gap_bytes);
+}
+
+Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
+                                                      std::string source_name, std::uint64_t merge_gap_bytes) {
     std::vector<RecordSpec> records;
     records.reserve(spans.size());
     for (auto& span : spans) {
@@ -46,7 +51,7 @@ Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spa
         record.name = std::move(span.name);
         records.push_back(std::move(record));
     }
-    return StageGraph::create(std::move(records), {std::move(source_name), plain_merge_gap_bytes, device});
+    return StageGraph::create(std::move(records), {std::move(source_name), merge_gap_bytes, device});
 }
 
 Result<std::unique_ptr<StageGraph>> build_plain_tensor_graph(const Index& index,

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from . import _ringload
 from ._crypto import DecryptionParams, secret_kwargs
+from ._slices import drop_dims, load_slices, normalize_index
 from ._tensors import to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
@@ -161,6 +162,25 @@ class TensorDeserializer(collections.abc.Mapping):
                                  "pass allow_raw_data=True for its raw bytes")
             yield (entry.module_index, entry.tensor_type, entry.name, array, opaque,
                    f"torch.{dtype}" if opaque else None)
+
+    def read_slices(self, slices: dict, verify_hash: Optional[bool] = None) -> dict:
+        """Parts of tensors, read in one pass: {name: index} -> {name: tensor}, where index is what
+        tensor[index] takes (ints, slices with step 1, an Ellipsis). Only the bytes of the slices
+        are read (verify_hash and encrypted files read the whole tensors: their hashes and boxes
+        cover them); total_bytes_read grows by what came from the source."""
+        by_name = {e.name: e for e in self._entries}
+        requests, cuts = [], []
+        for name, key in slices.items():
+            entry = by_name.get(name)
+            if entry is None:
+                raise KeyError(name)
+            ranges, dropped = normalize_index(key, entry.shape)
+            requests.append((entry, ranges))
+            cuts.append((ranges, dropped))
+        tensors, bytes_read = load_slices(self._engine, None, requests, self._device, self._verify(verify_hash),
+                                          self._dtype)
+        self._bytes_read += bytes_read
+        return {name: drop_dims(tensor, *cut) for name, tensor, cut in zip(slices, tensors, cuts)}
 
     def tree(self, prefix=None, *, default: Any = None, filter_func: Optional[FilterFunc] = None):
         """The (sub)tree under `prefix` as nested dicts and lists of tensors (lists where the

@@ -1,36 +1,86 @@
-"""load_slices: the parts of tensors that get_slice(...)[...] asks for.
+"""Sliced reads: parts of tensors, each read as only the bytes it needs, all in one engine pass.
 
-PLACEHOLDER: loads each wanted tensor whole (one engine load for all of them) and cuts the
-ranges out with torch. The slice engine (the engine's load_slices: only the bytes each range
-needs, every request planned as one pass through the ring) replaces this body; the signature
-and what it returns stay.
+The engine (Deserializer::load_slices) turns each request into byte runs (a row range is one
+run; a column slice one run per row, merged where dense) and reads every run of every request
+in one plan through its ring. safe_open's get_slice and TensorDeserializer.read_slices call
+load_slices below.
+
+    tensors, bytes_read = load_slices(engine, None, [(entry, [(0, 4), (0, 768)])], "cpu", False)
 """
 from __future__ import annotations
 
-from ._tensors import to_torch
+import math
+from typing import Optional
+
+from ._tensors import to_torch, torch_dtype
 
 _CONVERTIBLE = ("float64", "float32", "float16", "bfloat16")
 
 
-def load_slices(engine, entries, requests, device: str, verify: bool, dtype=None) -> tuple:
-    """requests: list of (entry, ranges) where entry is a ringload._deserializer._Entry (has
-    .index, .dtype, .shape) and ranges one (start, stop) per dimension, normalized
-    (0 <= start <= stop <= size). Returns (tensors in request order, bytes read from the
-    source by this call)."""
-    del entries  # the whole index; the engine version plans with it
-    wanted = list({entry.index: entry for entry, _ in requests}.values())
-    if not wanted:
+def _loaded_dtype(entry, dtype: Optional[str]) -> str:
+    return dtype if dtype and entry.dtype in _CONVERTIBLE else entry.dtype
+
+
+def load_slices(engine, entries, requests, device: str, verify: bool, dtype=None) -> tuple[list, int]:
+    """requests: list of (entry, ranges) where entry is a ringload._deserializer._Entry (has .index,
+    .dtype, .shape) and ranges one (start, stop) per dimension, normalized (0 <= start <= stop <=
+    size). Returns (tensors in request order, bytes read from the source by this call)."""
+    del entries  # the entries travel with the requests
+    dtype = None if dtype is None else str(dtype).replace("torch.", "")
+    if not requests:
         return [], 0
-    loaded = engine.load([entry.index for entry in wanted], device=device, dtype=dtype, verify=verify,
-                         destinations=None, slot_size=0, slot_count=0, threads=0, progress=None)
-    whole = {}
-    for k, entry in enumerate(wanted):
-        loaded_dtype = dtype if dtype is not None and entry.dtype in _CONVERTIBLE else entry.dtype
-        whole[entry.index] = to_torch(loaded, k, loaded_dtype, entry.shape)
-    tensors = []
-    for entry, ranges in requests:
-        tensor = whole[entry.index]
-        for dim, (start, stop) in enumerate(ranges):
-            tensor = tensor.narrow(dim, start, stop - start)
-        tensors.append(tensor.clone())  # its own memory, not a view keeping the whole tensor alive
-    return tensors, loaded.bytes
+    shapes = [tuple(stop - start for start, stop in ranges) for _, ranges in requests]
+    if device == "meta":
+        import torch
+        return [torch.empty(shape, dtype=torch_dtype(_loaded_dtype(entry, dtype)), device="meta")
+                for (entry, _), shape in zip(requests, shapes)], 0
+    loaded = engine.load_slices([(entry.index, [(int(a), int(b)) for a, b in ranges]) for entry, ranges in requests],
+                                device=device, dtype=dtype, verify=verify)
+    tensors = [to_torch(loaded, k, _loaded_dtype(entry, dtype), shape)
+               for k, ((entry, _), shape) in enumerate(zip(requests, shapes))]
+    return tensors, loaded.bytes_read
+
+
+def normalize_index(key, shape: tuple) -> tuple[list, list]:
+    """A tensor's [key] (ints, slices with step 1, one Ellipsis) as one (start, stop) per dimension,
+    and the dimensions that an int index drops, as numpy and torch read it."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(1 for part in key if part is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - len(key) + 1) + key[at + 1:]
+    if len(key) > len(shape):
+        raise IndexError(f"too many indices for a tensor of {len(shape)} dimensions")
+    key = key + (slice(None),) * (len(shape) - len(key))
+    ranges, dropped = [], []
+    for dim, (part, size) in enumerate(zip(key, shape)):
+        if isinstance(part, slice):
+            start, stop, step = part.indices(size)
+            if step != 1:
+                raise ValueError(f"dimension {dim}: ringload reads slices with step 1, not {step}")
+            ranges.append((start, max(start, stop)))
+            continue
+        try:
+            position = int(part.__index__())
+        except AttributeError:
+            raise TypeError(f"dimension {dim}: cannot index with {type(part).__name__}") from None
+        if not -size <= position < size:
+            raise IndexError(f"index {position} is out of bounds for dimension {dim} with size {size}")
+        position %= size
+        ranges.append((position, position + 1))
+        dropped.append(dim)
+    return ranges, dropped
+
+
+def drop_dims(tensor, ranges: list, dropped: list):
+    """The slice's tensor without the dimensions an int index took."""
+    if not dropped:
+        return tensor
+    return tensor.reshape(tuple(b - a for d, (a, b) in enumerate(ranges) if d not in dropped))
+
+
+def slice_bytes(entry, ranges) -> int:
+    from ._tensors import ITEMSIZE
+    return math.prod(b - a for a, b in ranges) * ITEMSIZE[entry.dtype]

@@ -12,6 +12,7 @@
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -280,6 +281,51 @@ public:
         return loaded;
     }
 
+    // Slices of tensors, all read in one pass (Deserializer::load_slices): requests are
+    // (tensor index, [(start, stop) per dimension]); tensor k of the result is request k.
+    std::shared_ptr<Loaded> load_slices(
+        const std::vector<std::pair<std::size_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>>& requests,
+        const std::string& device, std::optional<std::string> dtype, bool verify, std::size_t slot_size,
+        std::uint32_t slot_count, std::size_t threads, std::optional<std::uint64_t> merge_gap) {
+        opened();
+        const std::shared_ptr<Deserializer> kept = inner_;
+        std::vector<SliceRequest> slices;
+        slices.reserve(requests.size());
+        for (const auto& [index, ranges] : requests) {
+            SliceRequest request{index, {}};
+            for (const auto& [start, stop] : ranges) {
+                request.ranges.push_back({start, stop});
+            }
+            slices.push_back(std::move(request));
+        }
+        LoadOptions options;
+        options.device = device;
+        options.verify_hashes = verify;
+        options.slot_size_bytes = slot_size;
+        options.slot_count = slot_count;
+        options.worker_threads = threads;
+        if (dtype) {
+            auto parsed = dtype_from_torch_name(*dtype);
+            if (!parsed) {
+                throw nb::value_error(("unknown dtype " + *dtype).c_str());
+            }
+            options.dtype = parsed;
+        }
+        auto loaded = std::make_shared<Loaded>();
+        Result<LoadedModel> model = fail(errc::invalid_argument, "not loaded");
+        {
+            nb::gil_scoped_release released;
+            std::lock_guard lock(mutex_);
+            model = kept->load_slices(slices, options, SliceReadOptions{merge_gap});
+        }
+        loaded->model = value_or_throw(std::move(model));
+        loaded->position_of_k.resize(slices.size());
+        for (std::size_t k = 0; k < slices.size(); ++k) {
+            loaded->position_of_k[k] = k;
+        }
+        return loaded;
+    }
+
     const Index& index() { return opened().index(); }
     // A load running on another thread keeps its own reference: the file goes when it ends.
     void close() { inner_.reset(); }
@@ -343,6 +389,7 @@ void bind_deserializer(nb::module_& m) {
         .def_prop_ro("bytes", [](const Loaded& loaded) { return loaded.model.bytes; })
         .def_prop_ro("device", [](const Loaded& loaded) { return loaded.model.device; })
         .def_prop_ro("how", [](const Loaded& loaded) { return loaded.model.how; })
+        .def_prop_ro("bytes_read", [](const Loaded& loaded) { return loaded.model.bytes_read; })
         .def("__len__", [](const Loaded& loaded) { return loaded.position_of_k.size(); });
 
     nb::class_<PyDeserializer>(m, "Deserializer", "An opened tensorizer file or URL (the engine's Deserializer)")
@@ -381,6 +428,12 @@ void bind_deserializer(nb::module_& m) {
              nb::arg("destinations").none() = nb::none(), nb::arg("slot_size") = 0, nb::arg("slot_count") = 0,
              nb::arg("threads") = 0, nb::arg("progress") = nb::none(),
              "Loads the tensors at `indices` (GIL released); destinations: addresses on `device` to fill")
+        .def("load_slices", &PyDeserializer::load_slices, nb::arg("requests"), nb::arg("device") = "cpu",
+             nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false, nb::arg("slot_size") = 0,
+             nb::arg("slot_count") = 0, nb::arg("threads") = 0, nb::arg("merge_gap").none() = nb::none(),
+             "Reads slices: requests are (tensor index, [(start, stop) per dimension]), all in one pass (GIL "
+             "released); tensor k of the result is request k; merge_gap: gaps up to this many bytes are read "
+             "through (None: automatic)")
         .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
              nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
              nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("memory_budget") = 1ULL << 30,

@@ -132,6 +132,26 @@ struct LoadedModel {
 // model's memory, host or device), to store them again: `write_tensorizer(out, tensors_to_write(model))`.
 std::vector<TensorToWrite> tensors_to_write(const LoadedModel& model);
 
+// One dimension of a slice: elements [start, stop) (step 1; start <= stop <= the extent).
+struct SliceRange {
+    std::uint64_t start = 0;
+    std::uint64_t stop = 0;
+};
+
+// Part of one tensor: one range per dimension (none for a 0-d tensor). The slice comes out in
+// C order, its shape stop - start per dimension (zero-size allowed).
+struct SliceRequest {
+    std::size_t tensor_index = 0; // into Index::tensors
+    std::vector<SliceRange> ranges;
+};
+
+// How load_slices plans its reads.
+struct SliceReadOptions {
+    // Gaps between the slices' runs up to this many bytes are read through (one range instead of
+    // two: a request or read saved, the gap's bytes read). Empty: automatic (slice_load.cpp).
+    std::optional<std::uint64_t> merge_gap_bytes;
+};
+
 class Deserializer {
 public:
     // A local path, file:// URI, http:// or https:// URL (HTTP/1.1 or HTTP/2 range reads),
@@ -145,6 +165,14 @@ public:
     const Index& index() const noexcept;
     const std::string& uri() const noexcept;
     Result<LoadedModel> load(const LoadOptions& options = {});
+    // Reads only the bytes of the requested slices, all of them in one pass through the ring
+    // (bindings/cpp/src/slice_load.cpp): LoadedModel::tensors holds one C-order tensor per
+    // request, in request order (a tensor may be asked for more than once), and bytes_read
+    // what came from the source. Of `options`, filter, destination, contiguous and
+    // compute_sha256 do not apply. Encrypted files and verify_hashes read the covering whole
+    // tensors (their boxes and hashes cover whole tensors) and cut the slices out in memory.
+    Result<LoadedModel> load_slices(std::span<const SliceRequest> requests, const LoadOptions& options = {},
+                                    const SliceReadOptions& read_options = {});
 
 private:
     struct Impl;

@@ -44,6 +44,11 @@ inline constexpr std::uint64_t plain_merge_gap_bytes = 64 << 10;
 Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
                                                       std::string source_name);
 
+// The same with the merge gap chosen by the caller: sliced reads (bindings/cpp/src/slice_load.cpp)
+// merge only where the spans are dense, so that a slice reads little beyond what it needs.
+Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
+                                                      std::string source_name, std::uint64_t merge_gap_bytes);
+
 // One span per wanted tensor of an index whose tensors lie C-contiguous and plain at their data
 // offsets (safetensors): destinations that name another dtype convert on the device.
 Result<std::unique_ptr<StageGraph>> build_plain_tensor_graph(const Index& index,

@@ -15,12 +15,16 @@
 #include "ringload/engine/worker_pool.hpp"
 #include "ringload/progress.hpp"
 
+#include <atomic>
+
 namespace ringload {
 
 struct RunControls {
     const CancelToken* cancel = nullptr;
     ProgressCallback progress; // bytes of the plan handed to the handler so far
     std::uint64_t progress_tensors_total = 0;
+    // Tensors handed over so far (counted by the caller as records complete), for the reports.
+    const std::atomic<std::uint64_t>* tensors_done = nullptr;
 };
 
 struct RunStats {

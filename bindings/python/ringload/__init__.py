@@ -17,7 +17,8 @@ from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
 from ._deserializer import TensorDeserializer  # noqa: F401
 from ._serializer import TensorSerializer  # noqa: F401
 from ._files import convert, load_file, save_file  # noqa: F401
+from ._stream import stream_tensors  # noqa: F401
 
-__all__ = ["TensorDeserializer", "TensorSerializer", "convert", "load_file", "save_file", "EncryptionParams", "DecryptionParams", "RingloadError",
+__all__ = ["TensorDeserializer", "TensorSerializer", "convert", "load_file", "save_file", "stream_tensors", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
            "ArgumentError"]

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -43,7 +44,13 @@ std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_s
                                             const std::vector<ReadRange>& in_place) {
     std::vector<ChunkWindow> windows;
     auto next_in_place = in_place.begin();
-    for (const auto& range : plan.ranges) {
+    std::size_t first_begin = 0; // the windows of plan.read_first
+    std::size_t first_end = 0;
+    for (std::size_t r = 0; r < plan.ranges.size(); ++r) {
+        const ReadRange& range = plan.ranges[r];
+        if (plan.read_first == r) {
+            first_begin = windows.size();
+        }
         std::uint64_t position = range.offset_bytes;
         while (position < range.end_bytes()) {
             while (next_in_place != in_place.end() && next_in_place->end_bytes() <= position) {
@@ -69,7 +76,13 @@ std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_s
             windows.push_back(window);
             position += useful;
         }
+        if (plan.read_first == r) {
+            first_end = windows.size();
+        }
     }
+    // Read first, the rest keeping its order.
+    std::rotate(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(first_begin),
+                windows.begin() + static_cast<std::ptrdiff_t>(first_end));
     return windows;
 }
 

@@ -126,7 +126,43 @@ Result<std::unique_ptr<StageGraph>> StageGraph::create(std::vector<RecordSpec> r
     for (auto& record : records) {
         RL_TRY_VOID(graph->add(std::move(record)));
     }
+    graph->read_small_record_first();
     return graph;
+}
+
+void StageGraph::read_small_record_first() {
+    auto first = std::find_if(records_.begin(), records_.end(),
+                              [](const auto& record) { return record->spec().data_length_bytes > 0; });
+    if (first == records_.end() || (*first)->spec().data_length_bytes < lead_record_min_bytes) {
+        return;
+    }
+    auto small = std::find_if(std::next(first), records_.end(), [](const auto& record) {
+        const std::uint64_t length = record->spec().data_length_bytes;
+        return length > 0 && length <= lead_small_max_bytes;
+    });
+    if (small == records_.end()) {
+        return;
+    }
+    // Its range, cut around it: [ before ][ the small record ][ after ], each still in order.
+    const std::uint64_t begin = (*small)->spec().record_offset_bytes;
+    const std::uint64_t end = (*small)->record_end();
+    auto& ranges = plan_.ranges;
+    auto range = std::find_if(ranges.begin(), ranges.end(),
+                              [&](const ReadRange& r) { return r.offset_bytes <= begin && end <= r.end_bytes(); });
+    RL_ASSERT(range != ranges.end(), "a record outside the plan");
+    const ReadRange whole = *range;
+    std::vector<ReadRange> cut;
+    if (whole.offset_bytes < begin) {
+        cut.push_back({whole.offset_bytes, begin - whole.offset_bytes});
+    }
+    const std::size_t first_index = static_cast<std::size_t>(range - ranges.begin()) + cut.size();
+    cut.push_back({begin, end - begin});
+    if (end < whole.end_bytes()) {
+        cut.push_back({end, whole.end_bytes() - end});
+    }
+    range = ranges.erase(range);
+    ranges.insert(range, cut.begin(), cut.end());
+    plan_.read_first = first_index;
 }
 
 Result<void> StageGraph::add(RecordSpec spec) {

@@ -356,6 +356,32 @@ TEST(PlainGraph, NearbySpansAreReadAsOneRangeAndOverlapsRefused) {
     EXPECT_EQ(overlapping.error().detail, "x.safetensors: b overlaps a in the source");
 }
 
+// A first record of an embedding's size: the first small record after it is read first, its
+// range cut out of the merged one; a small first record changes nothing.
+TEST(PlainGraph, ALargeFirstRecordHasTheNextSmallOneReadFirst) {
+    constexpr std::uint64_t mib = 1 << 20;
+    std::vector<std::byte> memory(1); // never written: only the plan is looked at
+    auto spans = [&](std::uint64_t first_bytes) {
+        return std::vector<PlainSpan>{
+            {0, first_bytes, memory.data(), "wte", DType::uint8, false, std::nullopt},
+            {first_bytes, 20 * mib, memory.data(), "big", DType::uint8, false, std::nullopt},
+            {first_bytes + 20 * mib, 3 * mib, memory.data(), "wpe", DType::uint8, false, std::nullopt},
+            {first_bytes + 23 * mib, 40 * mib, memory.data(), "rest", DType::uint8, false, std::nullopt}};
+    };
+    auto large = build_plain_graph(spans(StageGraph::lead_record_min_bytes), nullptr, "x.safetensors").value();
+    const std::uint64_t at = StageGraph::lead_record_min_bytes + 20 * mib;
+    ASSERT_EQ(large->plan().ranges.size(), 3U);
+    EXPECT_EQ(large->plan().ranges[0].end_bytes(), at);
+    EXPECT_EQ(large->plan().ranges[1].offset_bytes, at);
+    EXPECT_EQ(large->plan().ranges[1].length_bytes, 3 * mib);
+    EXPECT_EQ(large->plan().ranges[2].offset_bytes, at + 3 * mib);
+    EXPECT_EQ(large->plan().read_first, 1U);
+    EXPECT_EQ(large->plan().total_bytes(), at + 43 * mib);
+    auto small = build_plain_graph(spans(StageGraph::lead_record_min_bytes - 1), nullptr, "x.safetensors").value();
+    EXPECT_EQ(small->plan().ranges.size(), 1U);
+    EXPECT_FALSE(small->plan().read_first);
+}
+
 // A file in memory, read back in pieces of random length on later turns of the loop.
 class MemorySource final : public Source {
 public:

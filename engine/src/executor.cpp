@@ -40,8 +40,9 @@ std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
 
 // Splits every range into windows of at most one slot, aligned for the source, and cut where
 // an in-place range (sorted) begins or ends so that a window is wholly in one or outside all.
+// The windows of plan.read_first come first; `lead_windows` says how many.
 std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_size_bytes, std::size_t alignment,
-                                            const std::vector<ReadRange>& in_place) {
+                                            const std::vector<ReadRange>& in_place, std::size_t& lead_windows) {
     std::vector<ChunkWindow> windows;
     auto next_in_place = in_place.begin();
     std::size_t first_begin = 0; // the windows of plan.read_first
@@ -83,6 +84,7 @@ std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_s
     // Read first, the rest keeping its order.
     std::rotate(windows.begin(), windows.begin() + static_cast<std::ptrdiff_t>(first_begin),
                 windows.begin() + static_cast<std::ptrdiff_t>(first_end));
+    lead_windows = first_end - first_begin;
     return windows;
 }
 
@@ -157,17 +159,24 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     }
     const auto in_place =
         source.accepts_any_destination() && alignment == 1 ? handler.in_place_ranges() : std::vector<ReadRange>{};
-    const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place);
+    std::size_t lead_windows = 0;
+    const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place, lead_windows);
     const std::uint64_t plan_bytes = plan.total_bytes();
 
     RunStats stats;
-    for (const auto& window : windows) {
+    for (std::size_t w = 0; w < windows.size(); ++w) {
         if (state->should_stop(controls, source.name())) {
             break;
         }
         SlotLease slot = co_await ring.acquire();
-        auto reader = read_chunk(source, std::move(slot), window, pool, handler, state, controls, plan_bytes);
-        asio::co_spawn(loop, std::move(reader), asio::detached);
+        auto reader = read_chunk(source, std::move(slot), windows[w], pool, handler, state, controls, plan_bytes);
+        if (w < lead_windows) {
+            // Read alone: in a queue of a ring's worth of reads the disk would finish it with
+            // the others (128 MiB later), and the tensor it completes is wanted first.
+            co_await std::move(reader);
+        } else {
+            asio::co_spawn(loop, std::move(reader), asio::detached);
+        }
         ++stats.chunks;
     }
     if (state->has_failed()) {

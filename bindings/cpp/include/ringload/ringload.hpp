@@ -12,6 +12,11 @@
 //     auto loaded = opened->load(options);          // Result<LoadedModel>
 //     for (const auto& tensor : loaded->tensors) { use(tensor.info.name, tensor.bytes); }
 //
+// Or streamed: each tensor handed over as soon as its bytes are final, long before load()
+// returns (a worker thread calls; queue the tensor and its owner for your own thread):
+//
+//     options.on_tensor = [&](const ringload::StreamedTensor& t) { queue.push(t); };
+//
 // Tensors live in one host arena owned by LoadedModel (and by any copy of its shared_ptr), or,
 // with LoadOptions::device = "cuda:N", in one device allocation owned the same way: chunks go
 // from the page-locked ring to the GPU with async copies, and host memory stays at the ring's

@@ -2,7 +2,8 @@
 //
 // Executes a Plan: keeps as many chunk reads in flight as the ring has free slots, hands each
 // filled chunk to the handler on the worker pool, and stops at the first error or on cancel,
-// after every read in flight has finished and every slot is back.
+// after every read in flight has finished and every slot is back. The first chunk (or those of
+// Plan::read_first) is read alone, before the others are queued: the first tensor comes early.
 //
 //     auto running = run_plan(source, ring, pool, plan, handler, controls);   // in a coroutine
 //     RL_CO_TRY(stats, co_await std::move(running));   // stats.bytes_read, .chunks, .seconds

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -220,6 +221,27 @@ public:
         return queued;
     }
 
+    // An event after every stream's queued work (the convert stream waits for the upload
+    // streams, as a conversion does), tracked by the completion thread in queue order: it calls
+    // `landed` there once the event completed, after the copies queued before it were released.
+    Result<void> when_landed(std::function<void(bool ok)> landed) override {
+        DeviceGuard guard(ordinal_);
+        RL_TRY_VOID(check("cudaSetDevice", guard.status()));
+        RL_TRY_VOID(join_streams_into(convert_stream_));
+        RL_TRY(event, take_event());
+        cudaError_t status = cudaEventRecord(event, convert_stream_);
+        if (status != cudaSuccess) {
+            give_back_event(event);
+            return cuda_error(where_, "cudaEventRecord", status);
+        }
+        {
+            std::lock_guard lock(mutex_);
+            pending_.push_back({event, nullptr, std::move(landed)});
+        }
+        wake_.notify_one();
+        return {};
+    }
+
     Result<std::shared_ptr<std::byte>> staging(std::size_t length) override {
         return staging_->take(ordinal_, length, where_);
     }
@@ -259,7 +281,23 @@ private:
     struct Pending {
         cudaEvent_t event;
         std::shared_ptr<const void> keep_alive;
+        std::function<void(bool ok)> landed; // when_landed's, or empty for a copy
     };
+
+    // `stream` waits for every upload queued so far, on every upload stream.
+    Result<void> join_streams_into(cudaStream_t stream) {
+        for (cudaStream_t upload : streams_) {
+            cudaEvent_t event = nullptr;
+            RL_TRY_VOID(check("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&event, cudaEventDisableTiming)));
+            cudaError_t status = cudaEventRecord(event, upload);
+            if (status == cudaSuccess) {
+                status = cudaStreamWaitEvent(stream, event, 0);
+            }
+            (void)cudaEventDestroy(event); // released once the wait is satisfied
+            RL_TRY_VOID(check("cudaStreamWaitEvent", status));
+        }
+        return {};
+    }
 
     Result<void> queue_conversion(std::byte* to, DType to_type, std::byte* from, DType from_type, std::uint64_t count) {
         auto to_kind = float_kind(to_type);
@@ -270,17 +308,7 @@ private:
         }
         DeviceGuard guard(ordinal_);
         RL_TRY_VOID(check("cudaSetDevice", guard.status()));
-        // After every upload queued so far, on every stream.
-        for (cudaStream_t stream : streams_) {
-            cudaEvent_t event = nullptr;
-            RL_TRY_VOID(check("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&event, cudaEventDisableTiming)));
-            cudaError_t status = cudaEventRecord(event, stream);
-            if (status == cudaSuccess) {
-                status = cudaStreamWaitEvent(convert_stream_, event, 0);
-            }
-            (void)cudaEventDestroy(event); // released once the wait is satisfied
-            RL_TRY_VOID(check("cudaStreamWaitEvent", status));
-        }
+        RL_TRY_VOID(join_streams_into(convert_stream_)); // after every upload queued so far
         RL_TRY_VOID(check("convert kernel", static_cast<cudaError_t>(launch_convert(to, *to_kind, from, *from_kind,
                                                                                     count, convert_stream_))));
         scratch_.freed(from); // before the free is queued (see free_scratch)
@@ -348,6 +376,9 @@ private:
                 record(cuda_error(where_, "a host-to-device copy", status));
             }
             pending.keep_alive.reset(); // the slot goes back to the ring here
+            if (pending.landed) {
+                pending.landed(status == cudaSuccess);
+            }
             lock.lock();
             idle_events_.push_back(pending.event);
             completing_ = false;

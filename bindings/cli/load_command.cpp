@@ -69,8 +69,8 @@ void print_json(const LoadedModel& model, const Index& index, bool with_sha256, 
     // Opening: the index read, the ring allocated, pre-faulted and registered. Not in "seconds"
     // (the load); a caller that times open and load together (Python's deserializer) adds it.
     out["open_seconds"] = open_seconds;
-    // When the first tensor was complete, from the start of the load (`ringload bench load`'s
-    // time to first tensor); the whole load when no progress report came before the end.
+    // When the first tensor was handed over (LoadOptions::on_tensor), from the start of the
+    // load: `ringload bench load`'s time to first tensor; the whole load for a load of none.
     out["first_tensor_seconds"] = first_tensor_seconds > 0 ? first_tensor_seconds : model.seconds;
     out["device"] = model.device;
     out["how"] = model.how; // the source and how it was read, e.g. "HTTP/2 over TLS, 8 connections x 1 streams"
@@ -138,14 +138,18 @@ int run_load(const LoadArgs& args) {
         };
     }
     ProgressBar bar;
+    if (bar.enabled()) {
+        options.progress = [&bar](const Progress& progress) { bar.update(progress); };
+    }
+    // The true time to the first tensor: when the load hands it over, its bytes final. Set from
+    // a worker (the hand-over's calls come one at a time), read after load() returned.
     double first_tensor_seconds = 0;
-    if (bar.enabled() || args.json) {
-        options.progress = [&bar, &first_tensor_seconds](const Progress& progress) {
-            if (first_tensor_seconds == 0 && progress.tensors_done > 0) {
-                first_tensor_seconds = progress.seconds;
-            }
-            if (bar.enabled()) {
-                bar.update(progress);
+    std::chrono::steady_clock::time_point load_started;
+    if (args.json) {
+        options.on_tensor = [&first_tensor_seconds, &load_started](const StreamedTensor&) {
+            if (first_tensor_seconds == 0) {
+                first_tensor_seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - load_started).count();
             }
         };
     }
@@ -155,6 +159,7 @@ int run_load(const LoadArgs& args) {
         return report_error(opened.error().message());
     }
     const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_started).count();
+    load_started = std::chrono::steady_clock::now();
     auto loaded = opened->load(options);
     if (!loaded) {
         return report_error(loaded.error().message());

@@ -49,6 +49,7 @@ Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spa
         record.host_destination = device == nullptr ? span.destination : nullptr;
         record.stages = plain_stages(span, device);
         record.name = std::move(span.name);
+        record.id = span.id;
         records.push_back(std::move(record));
     }
     return StageGraph::create(std::move(records), {std::move(source_name), merge_gap_bytes, device});
@@ -66,7 +67,8 @@ Result<std::unique_ptr<StageGraph>> build_plain_tensor_graph(const Index& index,
             convert_to = destination.dtype;
         }
         spans.push_back({tensor.data_offset_bytes, tensor.data_length_bytes, destination.data,
-                         "tensor '" + tensor.display_name() + "'", tensor.dtype, false, convert_to});
+                         "tensor '" + tensor.display_name() + "'", tensor.dtype, false, convert_to,
+                         destination.tensor_index});
     }
     return build_plain_graph(std::move(spans), device, std::move(source_name));
 }

@@ -75,6 +75,9 @@ public:
         progress.bytes_done = bytes_done_;
         progress.bytes_total = total;
         progress.tensors_total = controls.progress_tensors_total;
+        if (controls.tensors_done != nullptr) {
+            progress.tensors_done = controls.tensors_done->load(std::memory_order_relaxed);
+        }
         progress.seconds = std::chrono::duration<double>(now - started_).count();
         controls.progress(progress);
     }

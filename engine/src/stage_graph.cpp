@@ -5,6 +5,24 @@
 #include <cstring>
 
 namespace ringload {
+namespace {
+
+// The end of every record's chain: counts the data bytes that left its last stage.
+class RecordEnd final : public Stage {
+public:
+    explicit RecordEnd(std::function<void(std::uint64_t)> out) : out_(std::move(out)) {}
+    std::string_view name() const override { return "end"; }
+    Result<void> process(Piece piece) override {
+        out_(piece.length());
+        return {};
+    }
+    bool accepts_bytes_in_place() const noexcept override { return true; }
+
+private:
+    std::function<void(std::uint64_t)> out_;
+};
+
+} // namespace
 
 // One record's progress through the stream: its header as it is gathered, and how many data
 // bytes went down its stages.
@@ -12,6 +30,8 @@ class StageGraph::RecordLoad final : public FailureSink {
 public:
     RecordLoad(StageGraph& graph, RecordSpec spec) : graph_(graph), spec_(std::move(spec)) {
         header_.resize(spec_.data_offset_bytes - spec_.record_offset_bytes);
+        unsettled_.store(spec_.data_length_bytes + (header_.empty() ? 0 : 1));
+        spec_.stages.push_back(std::make_unique<RecordEnd>([this](std::uint64_t bytes) { settle(bytes); }));
         in_place_ = spec_.host_destination != nullptr &&
                     std::all_of(spec_.stages.begin(), spec_.stages.end(),
                                 [](const auto& stage) { return stage->accepts_bytes_in_place(); });
@@ -37,6 +57,14 @@ public:
         return header_received_.fetch_add(end - begin) + (end - begin) == header_.size();
     }
     std::span<const std::byte> header() const noexcept { return header_; }
+
+    // Header (1) or data bytes that are final: the call that settles the last one completes the
+    // record. Records without data complete in finish() instead (their zero fill comes there).
+    void settle(std::uint64_t count) {
+        if (spec_.data_length_bytes > 0 && unsettled_.fetch_sub(count, std::memory_order_acq_rel) == count) {
+            graph_.complete(*this);
+        }
+    }
 
     Result<void> take_data(Piece piece) {
         data_received_.fetch_add(piece.length(), std::memory_order_relaxed);
@@ -73,12 +101,17 @@ private:
     std::vector<std::byte> header_;
     std::atomic<std::uint64_t> header_received_{0};
     std::atomic<std::uint64_t> data_received_{0};
+    std::atomic<std::uint64_t> unsettled_{0}; // data bytes not yet out of the last stage, + 1 for the header
     bool in_place_ = false;
 };
 
 StageGraph::StageGraph(StageGraphOptions options) : options_(std::move(options)) {}
 
-StageGraph::~StageGraph() = default;
+StageGraph::~StageGraph() {
+    if (options_.device != nullptr && landing_.load() > 0) {
+        (void)options_.device->synchronize(); // a failed run: its when_landed calls use this graph
+    }
+}
 
 Result<std::unique_ptr<StageGraph>> StageGraph::create(std::vector<RecordSpec> records, StageGraphOptions options) {
     std::unique_ptr<StageGraph> graph(new StageGraph(std::move(options)));
@@ -93,7 +126,43 @@ Result<std::unique_ptr<StageGraph>> StageGraph::create(std::vector<RecordSpec> r
     for (auto& record : records) {
         RL_TRY_VOID(graph->add(std::move(record)));
     }
+    graph->read_small_record_first();
     return graph;
+}
+
+void StageGraph::read_small_record_first() {
+    auto first = std::find_if(records_.begin(), records_.end(),
+                              [](const auto& record) { return record->spec().data_length_bytes > 0; });
+    if (first == records_.end() || (*first)->spec().data_length_bytes < lead_record_min_bytes) {
+        return;
+    }
+    auto small = std::find_if(std::next(first), records_.end(), [](const auto& record) {
+        const std::uint64_t length = record->spec().data_length_bytes;
+        return length > 0 && length <= lead_small_max_bytes;
+    });
+    if (small == records_.end()) {
+        return;
+    }
+    // Its range, cut around it: [ before ][ the small record ][ after ], each still in order.
+    const std::uint64_t begin = (*small)->spec().record_offset_bytes;
+    const std::uint64_t end = (*small)->record_end();
+    auto& ranges = plan_.ranges;
+    auto range = std::find_if(ranges.begin(), ranges.end(),
+                              [&](const ReadRange& r) { return r.offset_bytes <= begin && end <= r.end_bytes(); });
+    RL_ASSERT(range != ranges.end(), "a record outside the plan");
+    const ReadRange whole = *range;
+    std::vector<ReadRange> cut;
+    if (whole.offset_bytes < begin) {
+        cut.push_back({whole.offset_bytes, begin - whole.offset_bytes});
+    }
+    const std::size_t first_index = static_cast<std::size_t>(range - ranges.begin()) + cut.size();
+    cut.push_back({begin, end - begin});
+    if (end < whole.end_bytes()) {
+        cut.push_back({end, whole.end_bytes() - end});
+    }
+    range = ranges.erase(range);
+    ranges.insert(range, cut.begin(), cut.end());
+    plan_.read_first = first_index;
 }
 
 Result<void> StageGraph::add(RecordSpec spec) {
@@ -175,6 +244,7 @@ Result<void> StageGraph::take_header(RecordLoad& record, const ChunkPtr& chunk) 
             return record_failure(record.named(checked.error()));
         }
     }
+    record.settle(1);
     return {};
 }
 
@@ -212,7 +282,40 @@ Result<void> StageGraph::finish() {
             return with_context(synchronized.error(), options_.source_name);
         }
     }
+    for (const auto& record : records_) {
+        if (record->spec().data_length_bytes == 0) {
+            hand_over(record->spec().id); // checked and zero-filled above
+        }
+    }
     return {};
+}
+
+void StageGraph::complete(const RecordLoad& record) {
+    if (!record_done_ || failed_.load(std::memory_order_relaxed)) {
+        return;
+    }
+    if (options_.device == nullptr) {
+        hand_over(record.spec().id);
+        return;
+    }
+    landing_.fetch_add(1);
+    const std::size_t id = record.spec().id;
+    auto queued = options_.device->when_landed([this, id](bool ok) {
+        if (ok) {
+            hand_over(id);
+        }
+        landing_.fetch_sub(1);
+    });
+    if (!queued) {
+        landing_.fetch_sub(1);
+        (void)record_failure(record.named(queued.error()));
+    }
+}
+
+void StageGraph::hand_over(std::size_t id) {
+    if (record_done_ && !failed_.load(std::memory_order_relaxed)) {
+        record_done_(id);
+    }
 }
 
 Error StageGraph::record_failure(Error error) {

@@ -150,6 +150,7 @@ Result<FormatLoadGraph> build_load_graph(const Index& index, std::vector<TensorD
         record.data_offset_bytes = info.data_offset_bytes;
         record.data_length_bytes = info.data_length_bytes;
         record.host_destination = request.device == nullptr ? destination.data : nullptr;
+        record.id = destination.tensor_index; // the tensor, for StageGraph::on_record_done
         record.stages = tensor_stages(index, info, destination, request, headers->add(info));
         record.on_header = [headers, k = records.size()](std::span<const std::byte> bytes) {
             return headers->on_header(k, bytes);

@@ -88,6 +88,30 @@ TEST(Executor, DeliversEveryPlannedByteOnceDespiteShortReads) {
     EXPECT_EQ(harness.ring->free_count(), harness.ring->slot_count());
 }
 
+// Plan::read_first: that range's chunks come first (a small tensor handed over early), then the
+// others in order; every byte still once.
+TEST(Executor, ReadsTheReadFirstRangeBeforeTheOthers) {
+    const std::uint64_t size = 80'000;
+    Harness harness({.size_bytes = size}, {1, 8192}); // one slot: chunks are handled in the order read
+    Plan plan{{{0, 40'000}, {40'000, 5'000}, {45'000, 30'000}}, 1};
+    class Order final : public ChunkHandler {
+    public:
+        Result<void> process(const ChunkPtr& chunk) override {
+            std::lock_guard lock(mutex);
+            offsets.push_back(chunk->source_offset_bytes());
+            return {};
+        }
+        Result<void> finish() override { return {}; }
+        std::mutex mutex;
+        std::vector<std::uint64_t> offsets;
+    } order;
+    auto stats = harness.run(plan, order);
+    ASSERT_TRUE(stats) << stats.error().message();
+    EXPECT_EQ(stats->bytes_read, 75'000U);
+    EXPECT_EQ(order.offsets,
+              (std::vector<std::uint64_t>{40'000, 0, 8192, 16384, 24576, 32768, 45'000, 53'192, 61'384, 69'576}));
+}
+
 TEST(Executor, AlignsReadsForDirectSourcesAndHandsOutOnlyPlannedBytes) {
     const std::uint64_t size = 100'000; // not a multiple of the alignment: the last read is short
     Harness harness({.size_bytes = size, .alignment_bytes = 4096});

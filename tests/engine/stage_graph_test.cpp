@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <random>
 
 namespace ringload {
@@ -355,6 +356,32 @@ TEST(PlainGraph, NearbySpansAreReadAsOneRangeAndOverlapsRefused) {
     EXPECT_EQ(overlapping.error().detail, "x.safetensors: b overlaps a in the source");
 }
 
+// A first record of an embedding's size: the first small record after it is read first, its
+// range cut out of the merged one; a small first record changes nothing.
+TEST(PlainGraph, ALargeFirstRecordHasTheNextSmallOneReadFirst) {
+    constexpr std::uint64_t mib = 1 << 20;
+    std::vector<std::byte> memory(1); // never written: only the plan is looked at
+    auto spans = [&](std::uint64_t first_bytes) {
+        return std::vector<PlainSpan>{
+            {0, first_bytes, memory.data(), "wte", DType::uint8, false, std::nullopt},
+            {first_bytes, 20 * mib, memory.data(), "big", DType::uint8, false, std::nullopt},
+            {first_bytes + 20 * mib, 3 * mib, memory.data(), "wpe", DType::uint8, false, std::nullopt},
+            {first_bytes + 23 * mib, 40 * mib, memory.data(), "rest", DType::uint8, false, std::nullopt}};
+    };
+    auto large = build_plain_graph(spans(StageGraph::lead_record_min_bytes), nullptr, "x.safetensors").value();
+    const std::uint64_t at = StageGraph::lead_record_min_bytes + 20 * mib;
+    ASSERT_EQ(large->plan().ranges.size(), 3U);
+    EXPECT_EQ(large->plan().ranges[0].end_bytes(), at);
+    EXPECT_EQ(large->plan().ranges[1].offset_bytes, at);
+    EXPECT_EQ(large->plan().ranges[1].length_bytes, 3 * mib);
+    EXPECT_EQ(large->plan().ranges[2].offset_bytes, at + 3 * mib);
+    EXPECT_EQ(large->plan().read_first, 1U);
+    EXPECT_EQ(large->plan().total_bytes(), at + 43 * mib);
+    auto small = build_plain_graph(spans(StageGraph::lead_record_min_bytes - 1), nullptr, "x.safetensors").value();
+    EXPECT_EQ(small->plan().ranges.size(), 1U);
+    EXPECT_FALSE(small->plan().read_first);
+}
+
 // A file in memory, read back in pieces of random length on later turns of the loop.
 class MemorySource final : public Source {
 public:
@@ -483,6 +510,192 @@ TEST(StageGraph, ConcurrentPiecesOfManyRecordsComeOutWhole) {
         for (std::size_t k = 0; k < sealed.records.size(); ++k) {
             EXPECT_EQ(memory[k], sealed.records[k].plaintext) << "record " << k;
         }
+    }
+}
+
+// --- Record completion (StageGraph::on_record_done) -------------------------------------------
+
+// What on_record_done saw: each call's id, and whether the record's memory held its final bytes
+// at that moment (checked inside the call, as a caller would use them).
+struct Completions {
+    std::mutex mutex;
+    std::vector<std::size_t> ids;
+    std::vector<bool> final_bytes;
+
+    std::function<void(std::size_t)> recorder(std::function<bool(std::size_t)> check) {
+        return [this, check = std::move(check)](std::size_t id) {
+            const bool final = check(id);
+            std::lock_guard lock(mutex);
+            ids.push_back(id);
+            final_bytes.push_back(final);
+        };
+    }
+    std::size_t count() {
+        std::lock_guard lock(mutex);
+        return ids.size();
+    }
+};
+
+// A hashed record completes when its last piece was hashed and the sum matched, before the
+// graph finishes; one whose sum does not match never completes.
+TEST(RecordDone, AHashedRecordCompletesOnceHashedAndNeverOnAMismatch) {
+    const unsigned seed = std::random_device{}();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Stream stream;
+    stream.file = pattern(header_bytes + data_bytes, 9);
+    const std::vector<std::byte> data(stream.file.begin() + header_bytes, stream.file.end());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> cuts;
+    for (std::uint64_t at = 0; at < stream.file.size(); at += 5) {
+        cuts.emplace_back(at, std::min<std::uint64_t>(at + 5, stream.file.size()));
+    }
+    std::shuffle(cuts.begin(), cuts.end(), std::mt19937(seed));
+    for (bool corrupt : {false, true}) {
+        std::vector<std::byte> destination(data_bytes);
+        auto graph = hashed_graph(destination, stream.file, corrupt);
+        Completions done;
+        graph->on_record_done(done.recorder([&](std::size_t) { return destination == data; }));
+        for (std::size_t k = 0; k < cuts.size(); ++k) {
+            EXPECT_EQ(done.count(), 0U) << "complete before its last piece came in";
+            (void)graph->process(stream.chunk(cuts[k].first, cuts[k].second));
+        }
+        if (corrupt) {
+            EXPECT_EQ(done.count(), 0U) << "a record whose hash failed was handed over";
+            EXPECT_FALSE(graph->finish());
+            EXPECT_EQ(done.count(), 0U);
+            continue;
+        }
+        ASSERT_EQ(done.count(), 1U) << "completes with its last piece, before finish()";
+        EXPECT_TRUE(done.final_bytes[0]);
+        ASSERT_TRUE(graph->finish());
+        EXPECT_EQ(done.count(), 1U) << "once";
+    }
+}
+
+// Ciphertext that comes before its header waits for the cipher: the record completes only
+// when the header arrives (last here) and every box opened into the tensor.
+TEST(RecordDone, AnEncryptedRecordCompletesWhenItsHeaderArmedTheCipherAndAllBoxesOpened) {
+    Sealed sealed;
+    std::vector<std::byte> destination(data_bytes);
+    auto host = std::make_unique<HostDestination>(destination.data());
+    auto decrypt = std::make_unique<Decrypt>(*host);
+    Decrypt* decrypt_at = decrypt.get();
+    std::vector<std::unique_ptr<Stage>> stages;
+    stages.push_back(std::move(decrypt));
+    stages.push_back(std::move(host));
+    RecordSpec record = record_spec(std::move(stages), destination.data());
+    record.id = 7;
+    record.on_header = [&](std::span<const std::byte>) { return decrypt_at->arm(sealed.chunks, sealed.key); };
+    auto graph = one_record_graph(std::move(record));
+    Completions done;
+    graph->on_record_done(done.recorder([&](std::size_t) { return destination == sealed.plaintext; }));
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(30, 48)));
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(8, 30)));
+    EXPECT_EQ(done.count(), 0U) << "complete before its header was read";
+    ASSERT_TRUE(graph->process(sealed.stream.chunk(0, 8)));
+    ASSERT_EQ(done.count(), 1U);
+    EXPECT_EQ(done.ids[0], 7U) << "the RecordSpec's id comes back";
+    EXPECT_TRUE(done.final_bytes[0]);
+    ASSERT_TRUE(graph->finish());
+    EXPECT_EQ(done.count(), 1U);
+}
+
+// On a device a record completes once its copies landed (the test link runs them later, on
+// threads of its own), not when they were queued.
+TEST(RecordDone, ADeviceRecordCompletesAfterItsCopiesLanded) {
+    Stream stream;
+    stream.file = pattern(64, 4);
+    std::vector<std::byte> device_memory(64, std::byte{0xAB});
+    testing::HostDeviceLink link;
+    auto graph = build_plain_graph({{0, 64, device_memory.data(), "tensor 'a'", DType::uint8, false, std::nullopt, 3}},
+                                   &link, "x.safetensors")
+                     .value();
+    Completions done;
+    graph->on_record_done(done.recorder([&](std::size_t) { return device_memory == stream.file; }));
+    for (std::uint64_t at = 0; at < 64; at += 16) {
+        ASSERT_TRUE(graph->process(stream.chunk(at, at + 16)));
+    }
+    ASSERT_TRUE(link.synchronize()); // waits for the completion call too
+    ASSERT_EQ(done.count(), 1U) << "complete once copied, before finish()";
+    EXPECT_EQ(done.ids[0], 3U);
+    EXPECT_TRUE(done.final_bytes[0]) << "handed over before its copies landed";
+    ASSERT_TRUE(graph->finish());
+    EXPECT_EQ(done.count(), 1U);
+}
+
+// Records complete in the order their bytes do, each as soon as it is whole (here backwards);
+// one without data at finish(); none once the run was abandoned.
+TEST(RecordDone, RecordsCompleteInCompletionOrderAndNoneAfterAnAbandon) {
+    Stream stream;
+    stream.file = pattern(40, 2);
+    std::vector<std::byte> memory(40);
+    const auto spans = [&] {
+        std::vector<PlainSpan> made;
+        for (std::size_t k = 0; k < 4; ++k) {
+            made.push_back({k * 10, 10, memory.data() + k * 10, "t" + std::to_string(k), DType::uint8, false,
+                            std::nullopt, 100 + k});
+        }
+        made.push_back({40, 0, memory.data(), "empty", DType::uint8, false, std::nullopt, 200});
+        return made;
+    };
+    auto graph = build_plain_graph(spans(), nullptr, "x.safetensors").value();
+    Completions done;
+    graph->on_record_done(done.recorder([&](std::size_t id) {
+        const std::size_t k = id - 100;
+        return id == 200 ||
+               std::equal(memory.begin() + k * 10, memory.begin() + k * 10 + 10, stream.file.begin() + k * 10);
+    }));
+    for (std::uint64_t at = 40; at > 0; at -= 5) {
+        ASSERT_TRUE(graph->process(stream.chunk(at - 5, at)));
+    }
+    EXPECT_EQ(done.ids, (std::vector<std::size_t>{103, 102, 101, 100}));
+    ASSERT_TRUE(graph->finish());
+    EXPECT_EQ(done.ids, (std::vector<std::size_t>{103, 102, 101, 100, 200})) << "the empty one at finish()";
+    EXPECT_EQ(done.final_bytes, std::vector<bool>(5, true));
+
+    std::fill(memory.begin(), memory.end(), std::byte{0});
+    auto abandoned = build_plain_graph(spans(), nullptr, "x.safetensors").value();
+    Completions none;
+    abandoned->on_record_done(none.recorder([](std::size_t) { return true; }));
+    ASSERT_TRUE(abandoned->process(stream.chunk(0, 10)));
+    ASSERT_TRUE(abandoned->process(stream.chunk(10, 15)));
+    EXPECT_EQ(none.ids, (std::vector<std::size_t>{100}));
+    abandoned->abandon(); // a read failed, or the caller cancelled
+    (void)abandoned->process(stream.chunk(15, 40));
+    EXPECT_EQ(none.ids, (std::vector<std::size_t>{100})) << "completed after the run was abandoned";
+}
+
+// The real executor over short reads, pieces of many encrypted, hashed records concurrently:
+// each record completes exactly once, with its final bytes, before the run ends.
+TEST(RecordDone, ConcurrentRecordsEachCompleteOnceWithTheirFinalBytes) {
+    const unsigned seed = std::random_device{}();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const SealedFile sealed({5000, 0, 70000, 123, 16384, 40000, 4096});
+    for (bool on_device : {false, true}) {
+        SCOPED_TRACE(on_device ? "device" : "host");
+        testing::HostDeviceLink link;
+        DeviceLink* device = on_device ? &link : nullptr;
+        std::vector<std::vector<std::byte>> memory;
+        std::vector<RecordSpec> records;
+        for (std::size_t k = 0; k < sealed.records.size(); ++k) {
+            memory.emplace_back(sealed.records[k].plaintext.size());
+        }
+        for (std::size_t k = 0; k < sealed.records.size(); ++k) {
+            records.push_back(sealed.spec(k, memory[k], device));
+            records.back().id = k;
+        }
+        auto graph = StageGraph::create(std::move(records), {"memory://", 0, device}).value();
+        Completions done;
+        graph->on_record_done(done.recorder([&](std::size_t k) { return memory[k] == sealed.records[k].plaintext; }));
+        boost::asio::io_context loop{1};
+        MemorySource source(sealed.file, seed);
+        auto ring = BufferRing::create(loop, {3, 4096}).value();
+        WorkerPool pool(2);
+        auto stats = testing::run_to_completion(loop, run_plan(source, *ring, pool, graph->plan(), *graph, {}));
+        ASSERT_TRUE(stats) << stats.error().message();
+        std::vector<std::size_t> ids = done.ids; // all in before the run returned
+        std::sort(ids.begin(), ids.end());
+        EXPECT_EQ(ids, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
+        EXPECT_EQ(done.final_bytes, std::vector<bool>(7, true));
     }
 }
 

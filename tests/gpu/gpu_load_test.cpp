@@ -12,6 +12,7 @@
 //   - a wrong key and a file cut short fail the load (no hang) and the next load works;
 //   - safetensors and torch zip files load to the device with the CPU path's bytes (torch
 //     views share device memory; big-endian storages are swapped in the slots);
+//   - the streamed hand-over gives every tensor once, as the model holds it (LoadOptions::on_tensor);
 //   - a device that does not exist is refused with its name.
 #include "../support/decryption_support.hpp"
 #include "../support/test_support.hpp"
@@ -23,6 +24,7 @@
 
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 
 namespace ringload {
@@ -284,6 +286,59 @@ TEST(GpuLoad, TorchZipStoragesLoadToTheDeviceAsViews) {
     EXPECT_EQ(by_name.at("base")->bytes.data(), by_name.at("alias_same_object")->bytes.data());
     EXPECT_EQ(by_name.at("slice")->bytes.data(), by_name.at("base")->bytes.data() + 4 * sizeof(float));
     EXPECT_EQ(by_name.at("transposed")->info.strides, (std::vector<std::uint64_t>{1, 6}));
+}
+
+// The streamed hand-over on a device (StreamedTensor from the link's completion thread, after the
+// copies and conversions landed): every tensor once, as the model holds it, owned by the load's
+// device block; the bytes are the CPU path's (compute_sha256 reads them back after the load).
+TEST(GpuLoad, EveryTensorIsHandedOverOnceAsTheModelHoldsIt) {
+    SKIP_WITHOUT_GPU();
+    testing::TempDir dir;
+    const auto tensorizer = (tensorizer_dir() / "large_mixed_v2.tensors").string();
+    const auto safetensors = (dir.path() / "model.safetensors").string();
+    ASSERT_TRUE(
+        write_safetensors(safetensors, tensors_to_write(Deserializer::open(tensorizer).value().load().value())));
+    const auto torch = (testing::data_dir() / "torch" / "module_state_dict.pt").string();
+    for (const auto& path : {tensorizer, safetensors, torch}) {
+        for (std::optional<DType> dtype : {std::optional<DType>{}, std::optional<DType>{DType::float16}}) {
+            if (dtype && path == torch) {
+                continue; // torch views on a GPU take no dtype (refused)
+            }
+            SCOPED_TRACE(path + (dtype ? ", to float16" : ""));
+            std::vector<StreamedTensor> handed;
+            std::mutex mutex;
+            LoadOptions options;
+            options.device = "cuda:0";
+            options.dtype = dtype;
+            options.verify_hashes = path == tensorizer;
+            options.compute_sha256 = true;
+            options.slot_count = 3;
+            options.slot_size_bytes = 64 << 10;
+            options.on_tensor = [&](const StreamedTensor& tensor) {
+                std::lock_guard lock(mutex);
+                handed.push_back(tensor);
+            };
+            auto gpu = Deserializer::open(path).value().load(options);
+            ASSERT_TRUE(gpu) << gpu.error().message();
+            ASSERT_EQ(handed.size(), gpu->tensors.size());
+            std::vector<bool> seen(handed.size(), false);
+            for (const auto& tensor : handed) {
+                ASSERT_LT(tensor.position, seen.size());
+                EXPECT_FALSE(seen[tensor.position]) << "handed over twice";
+                seen[tensor.position] = true;
+                const LoadedTensor& held = gpu->tensors[tensor.position];
+                EXPECT_EQ(tensor.tensor.info.display_name(), held.info.display_name());
+                EXPECT_EQ(tensor.tensor.bytes.data(), held.bytes.data());
+                EXPECT_EQ(tensor.device, "cuda:0");
+                EXPECT_EQ(tensor.owner.get(), gpu->device_memory.get());
+            }
+            options.device = "cpu";
+            options.on_tensor = nullptr;
+            auto cpu = Deserializer::open(path).value().load(options);
+            ASSERT_TRUE(cpu) << cpu.error().message();
+            EXPECT_EQ(hashes_by_name(*gpu), hashes_by_name(*cpu));
+        }
+    }
 }
 
 TEST(GpuLoad, ADeviceThatDoesNotExistIsRefusedByName) {

@@ -12,6 +12,8 @@ out) and keeps it for its life:
   stall:N     forward N response bytes, then send nothing more (the client must time out)
   503         answer the first request with "503 Service Unavailable" and close
   norange     drop Range headers from requests (the server then answers 200 with everything)
+  slow:N      forward responses at N bytes a second (a slow link; nginx's limit_rate lets the
+              first second's worth of each request through at once)
 Runs an asyncio loop on a daemon thread; counts connections in `connections`.
 """
 import asyncio
@@ -104,6 +106,8 @@ class FaultProxy:
                 writer.write(data)
                 await writer.drain()
                 sent += len(data)
+                if kind == "slow":
+                    await asyncio.sleep(len(data) / limit)
 
         async def quietly(pump):
             try:

@@ -91,6 +91,18 @@ public:
         conversions_.fetch_add(1);
         return {};
     }
+    Result<void> when_landed(std::function<void(bool ok)> landed) override {
+        // After every job queued so far, on both streams: a job on each that waits for the other.
+        auto both = std::make_shared<std::atomic<int>>(2);
+        auto call = [both, landed = std::move(landed)] {
+            if (both->fetch_sub(1) == 1) {
+                landed(true);
+            }
+        };
+        enqueue(0, call);
+        enqueue(1, call);
+        return {};
+    }
     Result<std::shared_ptr<std::byte>> staging(std::size_t length) override {
         return std::shared_ptr<std::byte>(new std::byte[length], std::default_delete<std::byte[]>());
     }

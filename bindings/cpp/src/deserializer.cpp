@@ -18,6 +18,7 @@
 #include "ringload/memory_backing.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
+#include "tensor_handover.hpp"
 #include "uri.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -82,7 +83,7 @@ Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
     }
     const LoadGraphRequest request{options.verify_hashes, keys ? &*keys : nullptr, device, name};
     RL_TRY(graph, index.format->hooks->build_load_graph(index, std::move(destinations), request));
-    FormatGraph made{nullptr, &graph.stages->plan(), std::move(graph.headers)};
+    FormatGraph made{nullptr, &graph.stages->plan(), std::move(graph.headers), graph.stages.get()};
     made.handler = std::move(graph.stages);
     return made;
 }
@@ -109,17 +110,22 @@ const std::string& Deserializer::Impl::source_name() const {
 
 Result<RunStats> Deserializer::Impl::run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                                               std::vector<PlainSpan> spans, DeviceLink* device,
-                                              std::size_t tensors_total) {
+                                              std::size_t tensors_total, const RunHooks& hooks) {
     RL_TRY(graph, build_plain_graph(std::move(spans), device, source_name()));
-    return run_handler(options, ring_in_use, pool, graph->plan(), *graph, tensors_total);
+    if (hooks.record_done) {
+        graph->on_record_done(hooks.record_done);
+    }
+    return run_handler(options, ring_in_use, pool, graph->plan(), *graph, tensors_total, hooks.tensors_done);
 }
 
 Result<RunStats> Deserializer::Impl::run_handler(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                                                 const Plan& plan, ChunkHandler& handler, std::size_t tensors_total) {
+                                                 const Plan& plan, ChunkHandler& handler, std::size_t tensors_total,
+                                                 const std::atomic<std::uint64_t>* tensors_done) {
     RunControls controls;
     controls.cancel = options.cancel;
     controls.progress = options.progress;
     controls.progress_tensors_total = tensors_total;
+    controls.tensors_done = tensors_done;
     return run_on_loop(loop, run_plan(*source, ring_in_use, pool, plan, handler, controls));
 }
 
@@ -155,22 +161,41 @@ Result<DeviceLink*> Deserializer::Impl::link_for(int ordinal, BufferRing& ring_i
 
 Result<RunStats> Deserializer::Impl::run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                                          const LoadLayout& layout, std::vector<TensorDestination> destinations,
-                                         DeviceLink* device, FormatGraph& graph) {
+                                         DeviceLink* device, FormatGraph& graph, const RunHooks& hooks) {
     RL_TRY(created, make_graph(options, std::move(destinations), device, source_name()));
     graph = std::move(created);
-    return run_handler(options, ring_in_use, pool, *graph.plan, *graph.handler, layout.tensors.size());
+    if (hooks.record_done) {
+        graph.stages->on_record_done(hooks.record_done);
+    }
+    return run_handler(options, ring_in_use, pool, *graph.plan, *graph.handler, layout.tensors.size(),
+                       hooks.tensors_done);
+}
+
+LoadedTensor Deserializer::Impl::loaded_tensor(const PlannedTensor& planned, std::byte* owned,
+                                               const FormatGraph& graph) const {
+    TensorInfo info = loaded_info(index.tensors[planned.index], planned);
+    if (graph.headers != nullptr) {
+        info.module_index = graph.headers->module_index_of(index.tensors[planned.index]);
+    }
+    std::byte* bytes = planned.place(owned);
+    const std::uint64_t length = info.byte_length;
+    return {std::move(info), {bytes, length}, {}};
+}
+
+std::vector<std::size_t> Deserializer::Impl::layout_positions(const LoadLayout& layout) const {
+    std::vector<std::size_t> positions(index.tensors.size(), static_cast<std::size_t>(-1));
+    for (std::size_t k = 0; k < layout.tensors.size(); ++k) {
+        positions[layout.tensors[k].index] = k;
+    }
+    return positions;
 }
 
 void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned,
                                       const FormatGraph& graph) const {
+    model.tensors.reserve(layout.tensors.size());
     for (const auto& planned : layout.tensors) {
-        TensorInfo info = loaded_info(index.tensors[planned.index], planned);
-        if (graph.headers != nullptr) {
-            info.module_index = graph.headers->module_index_of(index.tensors[planned.index]);
-        }
-        std::byte* bytes = planned.place(owned);
-        model.tensors.push_back({info, {bytes, info.byte_length}, {}});
-        model.bytes += info.byte_length;
+        model.tensors.push_back(loaded_tensor(planned, owned, graph));
+        model.bytes += model.tensors.back().info.byte_length;
     }
 }
 
@@ -186,24 +211,36 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
         raw = std::move(created);
     }
     std::vector<TensorDestination> destinations;
-    std::vector<ConversionJob> conversions;
+    std::vector<std::byte*> raw_of(layout.tensors.size(), nullptr); // where a converting tensor lands raw
     std::size_t raw_offset = 0;
-    for (const auto& planned : layout.tensors) {
-        std::byte* final_bytes = planned.place(arena->data());
-        const TensorInfo& stored = index.tensors[planned.index];
+    for (std::size_t k = 0; k < layout.tensors.size(); ++k) {
+        const PlannedTensor& planned = layout.tensors[k];
         if (planned.converts) {
-            std::byte* raw_bytes = raw->data() + raw_offset;
-            raw_offset = align_tensor_offset(raw_offset + stored.byte_length);
-            destinations.push_back({planned.index, raw_bytes, std::nullopt});
-            add_conversion_jobs(conversions, final_bytes, planned.dtype, raw_bytes, stored.dtype, stored.numel());
-        } else {
-            destinations.push_back({planned.index, final_bytes, std::nullopt});
+            raw_of[k] = raw->data() + raw_offset;
+            raw_offset = align_tensor_offset(raw_offset + index.tensors[planned.index].byte_length);
         }
+        destinations.push_back(
+            {planned.index, raw_of[k] != nullptr ? raw_of[k] : planned.place(arena->data()), std::nullopt});
     }
+    // Each tensor is converted (on the worker that completed it) and handed over as soon as its
+    // raw bytes are final.
     FormatGraph graph;
-    RL_TRY(stats, run(options, *ring_in_use, pool, layout, std::move(destinations), nullptr, graph));
+    TensorHandover handover(options, "cpu", arena);
+    const std::vector<std::size_t> position_of = layout_positions(layout);
+    RunHooks hooks{[&](std::size_t id) {
+                       const std::size_t k = position_of[id];
+                       const PlannedTensor& planned = layout.tensors[k];
+                       if (raw_of[k] != nullptr) {
+                           const TensorInfo& stored = index.tensors[planned.index];
+                           convert_elements(planned.place(arena->data()), planned.dtype, raw_of[k], stored.dtype,
+                                            stored.numel());
+                       }
+                       handover.hand_over(k, planned.given != nullptr,
+                                          [&] { return loaded_tensor(planned, arena->data(), graph); });
+                   },
+                   handover.done()};
+    RL_TRY(stats, run(options, *ring_in_use, pool, layout, std::move(destinations), nullptr, graph, hooks));
     arena->join_prefault();
-    pool.parallel_for(conversions.size(), [&](std::size_t k) { conversions[k].run(); });
 
     LoadedModel model;
     model.arena = arena;
@@ -227,7 +264,15 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
         destinations.push_back({planned.index, bytes, planned.dtype});
     }
     FormatGraph graph;
-    auto stats = run(options, *ring_in_use, pool, layout, std::move(destinations), &link, graph);
+    TensorHandover handover(options, link.name(), memory);
+    const std::vector<std::size_t> position_of = layout_positions(layout);
+    RunHooks hooks{[&](std::size_t id) {
+                       const PlannedTensor& planned = layout.tensors[position_of[id]];
+                       handover.hand_over(position_of[id], planned.given != nullptr,
+                                          [&] { return loaded_tensor(planned, memory.get(), graph); });
+                   },
+                   handover.done()};
+    auto stats = run(options, *ring_in_use, pool, layout, std::move(destinations), &link, graph, hooks);
     if (!stats) {
         (void)link.synchronize(); // conversions still queued must not outlive `memory`
         return stats.error();

@@ -18,6 +18,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,6 +56,14 @@ struct FormatGraph {
     std::unique_ptr<ChunkHandler> handler;
     const Plan* plan = nullptr;
     std::shared_ptr<const RecordHeaders> headers; // what the run read from per-tensor headers, if any
+    StageGraph* stages = nullptr;                 // the handler, for on_record_done
+};
+
+// What a run does as its records' bytes become final (StageGraph::on_record_done: the record's
+// RecordSpec::id) and the count of tensors handed over that its progress reports.
+struct RunHooks {
+    std::function<void(std::size_t id)> record_done; // empty: nothing to do per record
+    const std::atomic<std::uint64_t>* tensors_done = nullptr;
 };
 
 struct Deserializer::Impl {
@@ -75,7 +85,7 @@ struct Deserializer::Impl {
     // Runs the format's graph; `graph` keeps it for what the caller asks of it afterwards.
     Result<RunStats> run(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
                          const LoadLayout& layout, std::vector<TensorDestination> destinations, DeviceLink* device,
-                         FormatGraph& graph);
+                         FormatGraph& graph, const RunHooks& hooks);
     Result<FormatGraph> make_graph(const LoadOptions& options, std::vector<TensorDestination> destinations,
                                    DeviceLink* device, const std::string& name);
     // The load on `ordinal` (the CPU or a CUDA device) the file's format calls for.
@@ -90,7 +100,8 @@ struct Deserializer::Impl {
                                                 int ordinal);
     // Runs `handler`'s plan from the source through the ring, with the load's progress and cancel.
     Result<RunStats> run_handler(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                                 const Plan& plan, ChunkHandler& handler, std::size_t tensors_total);
+                                 const Plan& plan, ChunkHandler& handler, std::size_t tensors_total,
+                                 const std::atomic<std::uint64_t>* tensors_done);
     // A device load's model before its tensors: where they are, what was read and how.
     // block_bytes: the tensors' device allocation (with the link's scratch peak since the
     // load took it at its start: LoadedModel::device_peak_bytes).
@@ -98,7 +109,8 @@ struct Deserializer::Impl {
                              const RunStats& stats) const;
     // Reads `spans` through a plain stage graph (host or `device` memory).
     Result<RunStats> run_copy(const LoadOptions& options, BufferRing& ring_in_use, WorkerPool& pool,
-                              std::vector<PlainSpan> spans, DeviceLink* device, std::size_t tensors_total);
+                              std::vector<PlainSpan> spans, DeviceLink* device, std::size_t tensors_total,
+                              const RunHooks& hooks);
     // The device link of CUDA device `ordinal`, opened (and the ring page-locked) on first use.
     Result<DeviceLink*> link_for(int ordinal, BufferRing& ring_in_use);
     // The source's name in messages: a remote URI without its password.
@@ -109,6 +121,10 @@ struct Deserializer::Impl {
 
     // The model's tensors, each at its place (given or in `owned`).
     void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned, const FormatGraph& graph) const;
+    // One of them, once its record is complete (its header read).
+    LoadedTensor loaded_tensor(const PlannedTensor& planned, std::byte* owned, const FormatGraph& graph) const;
+    // Each index position's place in the layout (npos for tensors not loaded).
+    std::vector<std::size_t> layout_positions(const LoadLayout& layout) const;
 
     // The ring a load with these options uses: the existing one when it fits.
     Result<BufferRing*> ring_for(const LoadOptions& options) {

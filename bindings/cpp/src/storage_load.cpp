@@ -7,6 +7,7 @@
 #include "deserializer_impl.hpp"
 #include "ringload/host_arena.hpp"
 #include "storage_views.hpp"
+#include "tensor_handover.hpp"
 
 namespace ringload {
 namespace {
@@ -26,9 +27,19 @@ std::vector<PlainSpan> storage_spans(const Index& index, const StorageBlock& blo
     for (std::uint32_t s : block.storages) {
         const StorageInfo& storage = index.storages[s];
         spans.push_back({storage.data_offset_bytes, storage.byte_length, base + block.offset_of[s],
-                         "storage 'data/" + storage.key + "'", storage.dtype, index.big_endian, std::nullopt});
+                         "storage 'data/" + storage.key + "'", storage.dtype, index.big_endian, std::nullopt, s});
     }
     return spans;
+}
+
+// The layout positions of the tensors that view each storage (by Index::storages position):
+// a storage's views are complete when it is.
+std::vector<std::vector<std::size_t>> views_by_storage(const Index& index, const LoadLayout& layout) {
+    std::vector<std::vector<std::size_t>> views(index.storages.size());
+    for (std::size_t k = 0; k < layout.tensors.size(); ++k) {
+        views[*index.tensors[layout.tensors[k].index].storage_index].push_back(k);
+    }
+    return views;
 }
 
 // The tensor's first element in the block.
@@ -85,16 +96,11 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(arena_bytes, 1)));
     const std::string_view prefault_how = start_prefault(options, *arena);
     std::byte* base = arena->data();
-    RL_TRY(stats,
-           run_copy(options, *ring_in_use, pool, storage_spans(index, block, base), nullptr, layout.tensors.size()));
-    arena->join_prefault();
-
     LoadedModel model;
-    model.arena = arena;
-    model.bytes_read = stats.bytes_read;
-    model.how = source->describe() + ", " + std::string(prefault_how);
     model.tensors.resize(layout.tensors.size());
-    pool.parallel_for(layout.tensors.size(), [&](std::size_t k) {
+    // Each tensor is made (a view, or its copy) and handed over once its storage is complete,
+    // by the worker that completed it.
+    const auto make_tensor = [&](std::size_t k) {
         const PlannedTensor& planned = layout.tensors[k];
         const TensorInfo& stored = index.tensors[planned.index];
         std::byte* first = first_element(block, base, stored);
@@ -106,7 +112,24 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
         copy_tensor(out, stored, planned, first);
         model.tensors[k] = {loaded_info(stored, planned), {out, planned.byte_length}, {}};
         model.tensors[k].info.strides.clear();
-    });
+    };
+    const auto views = views_by_storage(index, layout);
+    TensorHandover handover(options, "cpu", arena);
+    RunHooks hooks{[&](std::size_t storage) {
+                       for (std::size_t k : views[storage]) {
+                           make_tensor(k);
+                           handover.hand_over(k, copies[k] && layout.tensors[k].given != nullptr,
+                                              [&] { return model.tensors[k]; });
+                       }
+                   },
+                   handover.done()};
+    RL_TRY(stats, run_copy(options, *ring_in_use, pool, storage_spans(index, block, base), nullptr,
+                           layout.tensors.size(), hooks));
+    arena->join_prefault();
+
+    model.arena = arena;
+    model.bytes_read = stats.bytes_read;
+    model.how = source->describe() + ", " + std::string(prefault_how);
     for (const auto& tensor : model.tensors) {
         model.bytes += tensor.info.byte_length;
     }
@@ -139,17 +162,28 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_device(const LoadOption
     (void)link.take_scratch_peak_bytes(); // this load's peak starts here (torch loads take no scratch yet)
     const StorageBlock block = plan_storage_block(index, wanted_tensors(layout));
     RL_TRY(memory, allocate_device_block(ordinal, block.bytes));
-    auto stats =
-        run_copy(options, *ring_in_use, pool, storage_spans(index, block, memory.get()), &link, layout.tensors.size());
+    const auto view_at = [&](std::size_t k) {
+        const TensorInfo& stored = index.tensors[layout.tensors[k].index];
+        return view_of(stored, layout.tensors[k], first_element(block, memory.get(), stored));
+    };
+    const auto views = views_by_storage(index, layout);
+    TensorHandover handover(options, link.name(), memory);
+    RunHooks hooks{[&](std::size_t storage) {
+                       for (std::size_t k : views[storage]) {
+                           handover.hand_over(k, false, [&] { return view_at(k); });
+                       }
+                   },
+                   handover.done()};
+    auto stats = run_copy(options, *ring_in_use, pool, storage_spans(index, block, memory.get()), &link,
+                          layout.tensors.size(), hooks);
     if (!stats) {
         (void)link.synchronize(); // copies still queued must not outlive `memory`
         return stats.error();
     }
     LoadedModel model = device_model(link, memory, block.bytes, *stats);
-    for (const auto& planned : layout.tensors) {
-        const TensorInfo& stored = index.tensors[planned.index];
-        model.tensors.push_back(view_of(stored, planned, first_element(block, memory.get(), stored)));
-        model.bytes += stored.byte_length;
+    for (std::size_t k = 0; k < layout.tensors.size(); ++k) {
+        model.tensors.push_back(view_at(k));
+        model.bytes += index.tensors[layout.tensors[k].index].byte_length;
     }
     return model;
 }

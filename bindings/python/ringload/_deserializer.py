@@ -138,11 +138,23 @@ class TensorDeserializer(collections.abc.Mapping):
     # --- tensorizer's methods ------------------------------------------------------------
     def read_tensors(self, filter_func: Optional[FilterFunc] = None, num_tensors: int = -1,
                      verify_hash: Optional[bool] = None):
-        """Yields (module_idx, tensor_type, name, tensor) in file order."""
+        """Yields (module_idx, tensor_type, name, tensor): the tensors loaded already in file
+        order, then (lazy_load=True) the others as they land, in the order they complete
+        (close to file order), each cached as it comes. Leaving the loop early cancels the
+        rest of the load."""
+        from ._stream import stream_entries
         wanted = self._wanted(filter_func, num_tensors)
-        self._load([e for e in wanted if e.index not in self._cache], self._verify(verify_hash))
+        missing = [e for e in wanted if e.index not in self._cache]
+        if self._device == "meta":
+            self._load(missing, False)
+            missing = []
         for entry in wanted:
-            yield entry.module_index, entry.tensor_type, entry.name, self._cache[entry.index]
+            if entry.index in self._cache:
+                yield entry.module_index, entry.tensor_type, entry.name, self._cache[entry.index]
+        for entry, tensor in stream_entries(self, missing, self._verify(verify_hash)):
+            self._cache[entry.index] = tensor
+            self._bytes_read += entry.byte_length
+            yield entry.module_index, entry.tensor_type, entry.name, tensor
 
     def read_numpy_arrays(self, filter_func: Optional[FilterFunc] = None, num_tensors: int = -1,
                           allow_raw_data: bool = False, verify_hash: Optional[bool] = None):

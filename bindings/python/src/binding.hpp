@@ -50,5 +50,6 @@ std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>
 void bind_errors(nb::module_& m);
 void bind_deserializer(nb::module_& m);
 void bind_serializer(nb::module_& m);
+void bind_stream(nb::module_& m); // stream_binding.cpp
 
 } // namespace ringload::python

@@ -7,6 +7,8 @@
 // engine's memory (host arena or device allocation), which the array keeps alive: torch and
 // numpy take them without a copy.
 #include "binding.hpp"
+#include "dlpack.hpp"
+#include "stream_binding.hpp"
 
 #include "ringload/ringload.hpp"
 
@@ -21,12 +23,8 @@
 #include <mutex>
 
 namespace ringload::python {
-namespace {
 
 using dlpack_code = nb::dlpack::dtype_code;
-
-constexpr int dlpack_cpu = 1;
-constexpr int dlpack_cuda = 2;
 
 nb::dlpack::dtype dlpack_dtype(DType dtype, bool raw) {
     if (raw) {
@@ -70,6 +68,8 @@ nb::dlpack::dtype dlpack_dtype(DType dtype, bool raw) {
     }
     return make(dlpack_code::UInt);
 }
+
+namespace {
 
 nb::object path_object(const PathComponent& component) {
     if (const auto* key = std::get_if<std::string>(&component)) {
@@ -327,6 +327,13 @@ public:
     }
 
     const Index& index() { return opened().index(); }
+    // A streamed load (stream_binding.cpp) runs on a thread of its own with these: the
+    // deserializer, kept alive by it, and the lock that makes it one load at a time.
+    std::shared_ptr<Deserializer> shared() {
+        opened();
+        return inner_;
+    }
+    std::mutex& load_lock() { return mutex_; }
     // A load running on another thread keeps its own reference: the file goes when it ends.
     void close() { inner_.reset(); }
     bool closed() const { return inner_ == nullptr; }
@@ -440,7 +447,21 @@ void bind_deserializer(nb::module_& m) {
              "Writes the whole file to `target` in `format` (empty: by its extension), streamed within "
              "memory_budget bytes; key/passphrase encrypt a tensorizer target")
         .def("close", &PyDeserializer::close)
-        .def_prop_ro("closed", &PyDeserializer::closed);
+        .def_prop_ro("closed", &PyDeserializer::closed)
+        .def(
+            "stream",
+            [](nb::object self, std::vector<std::size_t> indices, const std::string& device,
+               std::optional<std::string> dtype, bool verify, std::size_t slot_size, std::uint32_t slot_count,
+               std::size_t threads) {
+                auto& opened = nb::cast<PyDeserializer&>(self);
+                StreamRequest request{std::move(indices), device,     std::move(dtype), verify,
+                                      slot_size,          slot_count, threads};
+                return start_stream(self, opened.shared(), opened.load_lock(), std::move(request));
+            },
+            nb::arg("indices"), nb::arg("device") = "cpu", nb::arg("dtype").none() = nb::none(),
+            nb::arg("verify") = false, nb::arg("slot_size") = 0, nb::arg("slot_count") = 0, nb::arg("threads") = 0,
+            "Starts loading the tensors at `indices` on a thread of its own; the TensorStream returned hands "
+            "each over as it lands");
 }
 
 } // namespace ringload::python

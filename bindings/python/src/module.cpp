@@ -11,4 +11,5 @@ NB_MODULE(_ringload, m) {
     ringload::python::bind_errors(m);
     ringload::python::bind_deserializer(m);
     ringload::python::bind_serializer(m);
+    ringload::python::bind_stream(m);
 }

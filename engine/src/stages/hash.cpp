@@ -16,10 +16,21 @@ void Hash::arm(std::vector<std::byte> prefix, std::vector<StoredDigest> stored) 
 Result<void> Hash::process(Piece piece) {
     const std::uint64_t begin = prefix_slot_bytes_ + piece.begin;
     const std::uint64_t end = prefix_slot_bytes_ + piece.end;
-    sequencer_.submit(begin, end - begin, [this, begin, end, bytes = piece.bytes, keep = piece.keep_alive] {
-        update({bytes, end - begin}, end);
+    // The piece goes on once hashed (a record is complete when its bytes left its last stage:
+    // StageGraph::on_record_done), and the last one only when the sums matched, so that a
+    // tensor whose hash fails is never handed over.
+    sequencer_.submit(begin, end - begin, [this, begin, end, piece = std::move(piece)]() mutable {
+        update({piece.bytes, end - begin}, end);
+        if (abandoned_.load(std::memory_order_relaxed) ||
+            (end == prefix_slot_bytes_ + data_length_bytes_ && !verified_.load(std::memory_order_acquire))) {
+            return;
+        }
+        auto passed = pass(std::move(piece));
+        if (!passed) {
+            report(passed.error());
+        }
     });
-    return pass(std::move(piece));
+    return {};
 }
 
 void Hash::update(std::span<const std::byte> bytes, std::uint64_t end) {

@@ -12,6 +12,11 @@
 //     auto loaded = opened->load(options);          // Result<LoadedModel>
 //     for (const auto& tensor : loaded->tensors) { use(tensor.info.name, tensor.bytes); }
 //
+// Or streamed: each tensor handed over as soon as its bytes are final, long before load()
+// returns (a worker thread calls; queue the tensor and its owner for your own thread):
+//
+//     options.on_tensor = [&](const ringload::StreamedTensor& t) { queue.push(t); };
+//
 // Tensors live in one host arena owned by LoadedModel (and by any copy of its shared_ptr), or,
 // with LoadOptions::device = "cuda:N", in one device allocation owned the same way: chunks go
 // from the page-locked ring to the GPU with async copies, and host memory stays at the ring's
@@ -70,6 +75,8 @@ enum class Prefault {
     on_touch,   // never ahead: each page when first written
 };
 
+struct StreamedTensor;
+
 struct LoadOptions {
     // Bytes per read (a multiple of 4096); 0: the source's choice, 4 MiB for files and 8 MiB
     // for http (fewer, longer range requests were faster: docs/benchmarks.md).
@@ -102,6 +109,20 @@ struct LoadOptions {
     bool contiguous = true;
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
+    // Streamed hand-over: called once per wanted tensor as soon as its bytes are final (read,
+    // decrypted, hash-verified with verify_hashes, converted to `dtype`, gathered into C order
+    // for a torch view with `contiguous`; on a GPU once its async copies and conversion have
+    // completed), long before load() returns: tensors come in the order they complete, which
+    // is close to file order but not exactly it. A tensor whose hash fails is never handed over.
+    //
+    // Thread: a load worker, the GPU link's completion thread, or (tensors without data) the
+    // thread that called load(); one call at a time. Keep it short (queue the tensor for
+    // another thread): the workers or the GPU completions wait meanwhile. It may read the
+    // bytes (on a GPU from any stream: their copies have completed), keep
+    // StreamedTensor::owner, and cancel the load through `cancel`; it must not call into this
+    // Deserializer. Tensors handed over stay valid when the load fails later, for as long as
+    // the caller holds their owner; load() still returns the failure.
+    std::function<void(const StreamedTensor&)> on_tensor;
 };
 
 struct LoadedTensor {
@@ -112,6 +133,17 @@ struct LoadedTensor {
     // up to the end of its last element. Little-endian; device memory on a GPU.
     std::span<std::byte> bytes;
     std::string sha256_hex; // with LoadOptions::compute_sha256
+};
+
+// One tensor handed over during the load (LoadOptions::on_tensor).
+struct StreamedTensor {
+    LoadedTensor tensor;      // as LoadedModel::tensors will hold it (sha256_hex empty)
+    std::size_t position = 0; // its place in LoadedModel::tensors (file order)
+    std::string device;       // "cpu" or "cuda:N"
+    // Owns the bytes (the load's host arena or device block; null where the caller gave the
+    // memory): they stay valid while any copy of it, or of the LoadedModel, lives, whether or
+    // not load() has returned or failed.
+    std::shared_ptr<const void> owner;
 };
 
 struct LoadedModel {

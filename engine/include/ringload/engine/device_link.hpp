@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,11 @@ public:
     virtual Result<std::shared_ptr<std::byte>> staging(std::size_t length) = 0;
     // Copies device bytes to host memory and waits for them (writers, checks).
     virtual Result<void> download(std::byte* host, const std::byte* device, std::size_t length) = 0;
+    // Calls `landed` once every copy, fill and conversion queued so far (on any thread) has
+    // completed on the device: true, or false when one of them failed (synchronize() says how).
+    // It runs on the link's own completion thread and must be short; synchronize() waits for it.
+    // A stage graph hands a record's device tensor over from here (StageGraph::on_record_done).
+    virtual Result<void> when_landed(std::function<void(bool ok)> landed) = 0;
     // Waits for everything queued and reports the first failure of an asynchronous copy since
     // the last call (a link serves many loads).
     virtual Result<void> synchronize() = 0;

@@ -2,7 +2,8 @@
 //
 // Executes a Plan: keeps as many chunk reads in flight as the ring has free slots, hands each
 // filled chunk to the handler on the worker pool, and stops at the first error or on cancel,
-// after every read in flight has finished and every slot is back.
+// after every read in flight has finished and every slot is back. The first chunk (or those of
+// Plan::read_first) is read alone, before the others are queued: the first tensor comes early.
 //
 //     auto running = run_plan(source, ring, pool, plan, handler, controls);   // in a coroutine
 //     RL_CO_TRY(stats, co_await std::move(running));   // stats.bytes_read, .chunks, .seconds
@@ -15,12 +16,16 @@
 #include "ringload/engine/worker_pool.hpp"
 #include "ringload/progress.hpp"
 
+#include <atomic>
+
 namespace ringload {
 
 struct RunControls {
     const CancelToken* cancel = nullptr;
     ProgressCallback progress; // bytes of the plan handed to the handler so far
     std::uint64_t progress_tensors_total = 0;
+    // Tensors handed over so far (counted by the caller as records complete), for the reports.
+    const std::atomic<std::uint64_t>* tensors_done = nullptr;
 };
 
 struct RunStats {

@@ -34,6 +34,7 @@ struct PlainSpan {
     // Device graphs only: the span is converted to this type into `destination` once all its
     // bytes landed (through scratch from DeviceLink::allocate_scratch).
     std::optional<DType> convert_to;
+    std::size_t id = 0; // given back by StageGraph::on_record_done (a storage's, a tensor's index)
 };
 
 // Spans closer than this are read as one range (torch zip's local headers between storages

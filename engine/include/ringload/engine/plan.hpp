@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ReadRange {
 
 struct Plan {
     std::vector<ReadRange> ranges; // sorted, non-overlapping
+    // A range read before all the others (then the rest in order): a small record, so that a
+    // load whose first record is large hands a tensor over early (StageGraph::create).
+    std::optional<std::size_t> read_first;
     std::uint64_t total_bytes() const noexcept;
 };
 

@@ -10,7 +10,10 @@
 //
 // Stages are built per record (the state they keep is that record's), by the format's graph
 // builder, in the order the bytes must meet them. process() runs on the worker pool,
-// concurrently for the pieces of one record and in any order.
+// concurrently for the pieces of one record and in any order. A stage passes a piece on only
+// once its own work on those bytes is done (a hash: after hashing them, and the last piece
+// only when the sums matched): the graph hands a record over when all its bytes have left
+// the last stage (StageGraph::on_record_done).
 #pragma once
 
 #include "ringload/error.hpp"

@@ -5,7 +5,8 @@
 // a Sequencer, whatever order the pieces arrive in. Placed after the destination, it reads
 // each piece where the destination left it readable: a host destination itself (the slot is
 // already back in the ring, so a long in-order hash never stalls the reads), or the slot,
-// kept alive until its turn, on the way to a device.
+// kept alive until its turn, on the way to a device. Pieces go on to the next stage once
+// hashed, the last one only once the sums matched.
 //
 //     auto hash = std::make_unique<Hash>(header_length, data_length);
 //     ...   // once the header is read:

@@ -252,7 +252,7 @@ Result<RunStats> read_runs(DeserializerImpl& impl, std::span<const SliceRequest>
     RL_TRY(ring, impl.ring_for(options));
     RL_TRY(graph, build_plain_graph(std::move(spans), nullptr, impl.source_name(),
                                     read_options.merge_gap_bytes.value_or(slice_merge_gap_bytes)));
-    RL_TRY(stats, impl.run_handler(options, *ring, pool, graph->plan(), *graph, requests.size()));
+    RL_TRY(stats, impl.run_handler(options, *ring, pool, graph->plan(), *graph, requests.size(), nullptr));
     if (scratch) {
         copy_from_scratch(runs, groups, scratch->data());
     }

@@ -4,17 +4,18 @@
 #include "formats/safetensors/dtype_names.hpp"
 #include "formats/safetensors/format.hpp"
 
-#include <nlohmann/json.hpp>
+#include "formats/safetensors/header_members.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 namespace ringload::safetensors {
 namespace {
 
-using Json = nlohmann::ordered_json; // keeps __metadata__ in the file's order
 constexpr int max_json_depth = 16;
 
 Error bad_tensor(const std::string& name, const std::string& what) {
@@ -93,12 +94,29 @@ Result<void> parse_metadata(const Json& metadata, Index& index) {
     if (!metadata.is_object()) {
         return fail(errc::format_error, "safetensors header: \"__metadata__\" is not an object");
     }
+    std::unordered_set<std::string_view> keys; // the member builder keeps a repeated key twice
     for (const auto& [key, value] : metadata.items()) {
         if (!value.is_string()) {
             return fail(errc::format_error,
                         "safetensors header: \"__metadata__\" value of \"" + key + "\" is not a string");
         }
+        if (!keys.insert(key).second) {
+            return fail(errc::format_error, "safetensors header: \"__metadata__\" key \"" + key + "\" appears twice");
+        }
         index.metadata.emplace_back(key, value.get<std::string>());
+    }
+    return {};
+}
+
+// The reference keeps the last of two entries with one name; a second entry for a name is
+// refused here instead (one name, one tensor). Hashing keeps a million names linear.
+Result<void> check_unique_names(const Index& index) {
+    std::unordered_set<std::string_view> names;
+    names.reserve(index.tensors.size());
+    for (const auto& tensor : index.tensors) {
+        if (!names.insert(tensor.name).second) {
+            return bad_tensor(tensor.name, "the name appears twice in the header");
+        }
     }
     return {};
 }
@@ -148,37 +166,27 @@ Result<Index> parse_header(std::span<const std::byte> header, std::uint64_t file
     if (header.empty() || header.front() != std::byte{'{'}) {
         return fail(errc::format_error, "safetensors: the header does not start with '{'");
     }
-    const auto* text = reinterpret_cast<const char*>(header.data());
-    // A valid header nests 4 levels; a hostile one could nest a million (the reference stops at
-    // 128): deeper values are dropped while parsing and the header refused.
-    bool too_deep = false;
-    const Json::parser_callback_t depth_limit = [&too_deep](int depth, Json::parse_event_t, Json&) {
-        if (depth > max_json_depth) {
-            too_deep = true;
-            return false;
-        }
-        return true;
-    };
-    Json json = Json::parse(text, text + header.size(), depth_limit, false);
-    if (too_deep) {
-        return fail(errc::format_error,
-                    "safetensors: the header nests deeper than " + std::to_string(max_json_depth) + " levels");
-    }
-    if (json.is_discarded() || !json.is_object()) {
-        return fail(errc::format_error, "safetensors: the header is not a JSON object");
-    }
+    const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
     const std::uint64_t data_start = length_field_bytes + header.size();
     Index index;
     index.format = &format;
     index.source_size_bytes = file_size;
-    for (const auto& [name, entry] : json.items()) {
+    bool saw_metadata = false;
+    // A valid header nests 4 levels; a hostile one could nest a million (the reference stops at
+    // 128): for_each_member refuses it without recursing.
+    RL_TRY_VOID(for_each_member(text, max_json_depth, [&](std::string& name, Json& entry) -> Result<void> {
         if (name == "__metadata__") {
-            RL_TRY_VOID(parse_metadata(entry, index));
-            continue;
+            if (saw_metadata) {
+                return fail(errc::format_error, "safetensors header: \"__metadata__\" appears twice");
+            }
+            saw_metadata = true;
+            return parse_metadata(entry, index);
         }
         RL_TRY(tensor, parse_tensor(name, entry, data_start));
         index.tensors.push_back(std::move(tensor));
-    }
+        return {};
+    }));
+    RL_TRY_VOID(check_unique_names(index));
     std::stable_sort(index.tensors.begin(), index.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
         return a.data_offset_bytes != b.data_offset_bytes ? a.data_offset_bytes < b.data_offset_bytes
                                                           : a.data_length_bytes < b.data_length_bytes;

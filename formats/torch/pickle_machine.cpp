@@ -97,15 +97,17 @@ std::string_view kind_name(ValueKind kind) {
     return "value";
 }
 
-// The memo: pickles number their slots 0, 1, 2, ... (torch.save does), so slots near the ones
-// seen live in a vector (a million tensors store some twenty million values); a far slot (a
-// hostile LONG_BINPUT 4294967295) goes to a map instead of sizing the vector.
+// The memo: pickles number their slots 0, 1, 2, ... (torch.save does), so slots up to twice
+// the number stored so far live in a vector (a million tensors store some twenty million
+// values); a farther slot (a hostile LONG_BINPUT 4294967295, or slots that keep doubling) goes
+// to a map, so the vector never outgrows the pickle.
 class Memo {
 public:
     void store(std::uint32_t slot, Value* value) {
+        ++stores_;
         if (slot < dense_.size()) {
             dense_[slot] = value;
-        } else if (slot <= 2 * dense_.size() + 1024) {
+        } else if (slot < 2 * stores_ + 1024) {
             dense_.resize(slot + 1, nullptr);
             dense_[slot] = value;
         } else {
@@ -124,6 +126,7 @@ public:
 private:
     std::vector<Value*> dense_;
     std::unordered_map<std::uint32_t, Value*> sparse_;
+    std::size_t stores_ = 0;
 };
 
 class Machine {

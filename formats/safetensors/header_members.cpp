@@ -7,10 +7,11 @@
 namespace ringload::safetensors {
 namespace {
 
-// nlohmann's SAX events, built into one member's value at a time. `open_` holds the containers
-// being filled (the top-level object is depth 1 and is never built).
 enum class Fault : std::uint8_t { none, not_an_object, too_deep };
 
+// nlohmann's SAX events, built into one member's value at a time. `open_` holds the containers
+// being filled (the top-level object is depth 1 and is never built). After the parse: `fault`
+// says why it stopped, `error` holds what `visit` returned.
 class MemberBuilder {
 public:
     MemberBuilder(int max_depth, const std::function<Result<void>(std::string&, Json&)>& visit)
@@ -39,27 +40,27 @@ public:
     }
 
     bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-        fault_ = Fault::not_an_object;
+        fault = Fault::not_an_object;
         return false;
     }
 
-    Fault fault_ = Fault::none;
-    std::optional<Error> error_;
-    bool saw_top_object_ = false;
+    Fault fault = Fault::none;
+    std::optional<Error> error;
+    bool saw_top_object = false;
 
 private:
     bool open(Json::value_t type) {
         if (depth_ == 0) { // the header itself
             if (type != Json::value_t::object) {
-                fault_ = Fault::not_an_object;
+                fault = Fault::not_an_object;
                 return false;
             }
-            saw_top_object_ = true;
+            saw_top_object = true;
             depth_ = 1;
             return true;
         }
         if (depth_ >= max_depth_) {
-            fault_ = Fault::too_deep;
+            fault = Fault::too_deep;
             return false;
         }
         Json* made = insert(Json(type));
@@ -79,7 +80,7 @@ private:
 
     bool place(Json value) {
         if (depth_ == 0) { // a header that is a bare value
-            fault_ = Fault::not_an_object;
+            fault = Fault::not_an_object;
             return false;
         }
         insert(std::move(value));
@@ -107,7 +108,7 @@ private:
         auto visited = visit_(member_key_, member_);
         member_ = Json();
         if (!visited) {
-            error_ = visited.error();
+            error = visited.error();
             return false;
         }
         return true;
@@ -128,14 +129,14 @@ Result<void> for_each_member(std::string_view text, int max_depth,
                              const std::function<Result<void>(std::string& key, Json& value)>& visit) {
     MemberBuilder builder(max_depth, visit);
     const bool parsed = Json::sax_parse(text.begin(), text.end(), &builder);
-    if (builder.error_) {
-        return *builder.error_;
+    if (builder.error) {
+        return *builder.error;
     }
-    if (builder.fault_ == Fault::too_deep) {
+    if (builder.fault == Fault::too_deep) {
         return fail(errc::format_error,
                     "safetensors: the header nests deeper than " + std::to_string(max_depth) + " levels");
     }
-    if (!parsed || !builder.saw_top_object_) {
+    if (!parsed || !builder.saw_top_object) {
         return fail(errc::format_error, "safetensors: the header is not a JSON object");
     }
     return {};

@@ -4,17 +4,20 @@
 #include "formats/safetensors/dtype_names.hpp"
 #include "formats/safetensors/format.hpp"
 
-#include <nlohmann/json.hpp>
+#include "formats/repeated_name.hpp"
+#include "formats/safetensors/header_members.hpp"
+#include "formats/safetensors/header_scan.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 namespace ringload::safetensors {
 namespace {
 
-using Json = nlohmann::ordered_json; // keeps __metadata__ in the file's order
 constexpr int max_json_depth = 16;
 
 Error bad_tensor(const std::string& name, const std::string& what) {
@@ -36,31 +39,15 @@ Result<std::vector<std::uint64_t>> parse_shape(const std::string& name, const Js
     return dims;
 }
 
-Result<TensorInfo> parse_tensor(const std::string& name, const Json& entry, std::uint64_t data_start) {
-    if (!entry.is_object()) {
-        return bad_tensor(name, "its entry is not an object");
-    }
-    const auto dtype_field = entry.find("dtype");
-    const auto shape_field = entry.find("shape");
-    const auto offsets_field = entry.find("data_offsets");
-    if (dtype_field == entry.end() || shape_field == entry.end() || offsets_field == entry.end()) {
-        return bad_tensor(name, "needs \"dtype\", \"shape\" and \"data_offsets\"");
-    }
-    if (!dtype_field->is_string()) {
-        return bad_tensor(name, "\"dtype\" is not a string");
-    }
-    const auto dtype = dtype_from_safetensors_name(dtype_field->get<std::string>());
+// The checks every tensor's fields go through, from either parser.
+Result<TensorInfo> make_tensor(std::string_view name_text, std::string_view dtype_text,
+                               std::vector<std::uint64_t> shape, std::uint64_t begin, std::uint64_t end,
+                               std::uint64_t data_start) {
+    const std::string name(name_text);
+    const auto dtype = dtype_from_safetensors_name(dtype_text);
     if (!dtype) {
-        return bad_tensor(name, "unknown dtype \"" + dtype_field->get<std::string>() + "\"");
+        return bad_tensor(name, "unknown dtype \"" + std::string(dtype_text) + "\"");
     }
-    RL_TRY(shape, parse_shape(name, *shape_field));
-    const Json& offsets = *offsets_field;
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned()) {
-        return bad_tensor(name, "\"data_offsets\" is not a pair of non-negative integers");
-    }
-    const auto begin = offsets[0].get<std::uint64_t>();
-    const auto end = offsets[1].get<std::uint64_t>();
     if (end < begin) {
         return bad_tensor(
             name, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] end before they begin");
@@ -86,6 +73,44 @@ Result<TensorInfo> parse_tensor(const std::string& name, const Json& entry, std:
     return tensor;
 }
 
+Result<TensorInfo> parse_tensor(const std::string& name, const Json& entry, std::uint64_t data_start) {
+    if (!entry.is_object()) {
+        return bad_tensor(name, "its entry is not an object");
+    }
+    const auto dtype_field = entry.find("dtype");
+    const auto shape_field = entry.find("shape");
+    const auto offsets_field = entry.find("data_offsets");
+    if (dtype_field == entry.end() || shape_field == entry.end() || offsets_field == entry.end()) {
+        return bad_tensor(name, "needs \"dtype\", \"shape\" and \"data_offsets\"");
+    }
+    if (!dtype_field->is_string()) {
+        return bad_tensor(name, "\"dtype\" is not a string");
+    }
+    const std::string& dtype_text = dtype_field->get_ref<const std::string&>();
+    if (!dtype_from_safetensors_name(dtype_text)) {
+        return bad_tensor(name, "unknown dtype \"" + dtype_text + "\"");
+    }
+    RL_TRY(shape, parse_shape(name, *shape_field));
+    const Json& offsets = *offsets_field;
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+        return bad_tensor(name, "\"data_offsets\" is not a pair of non-negative integers");
+    }
+    return make_tensor(name, dtype_text, std::move(shape), offsets[0].get<std::uint64_t>(),
+                       offsets[1].get<std::uint64_t>(), data_start);
+}
+
+// Neither parser looks keys up while reading: a repeated metadata key is found here.
+Result<void> check_unique_metadata(const Index& index) {
+    std::unordered_set<std::string_view> keys;
+    for (const auto& [key, value] : index.metadata) {
+        if (!keys.insert(key).second) {
+            return fail(errc::format_error, "safetensors header: \"__metadata__\" key \"" + key + "\" appears twice");
+        }
+    }
+    return {};
+}
+
 Result<void> parse_metadata(const Json& metadata, Index& index) {
     if (metadata.is_null()) {
         return {};
@@ -99,6 +124,17 @@ Result<void> parse_metadata(const Json& metadata, Index& index) {
                         "safetensors header: \"__metadata__\" value of \"" + key + "\" is not a string");
         }
         index.metadata.emplace_back(key, value.get<std::string>());
+    }
+    return check_unique_metadata(index);
+}
+
+// The reference keeps the last of two entries with one name; a second entry for a name is
+// refused here instead (one name, one tensor).
+Result<void> check_unique_names(const Index& index) {
+    const auto again = find_repeated_name(index.tensors.size(),
+                                          [&](std::size_t i) { return std::string_view(index.tensors[i].name); });
+    if (again) {
+        return bad_tensor(index.tensors[*again].name, "the name appears twice in the header");
     }
     return {};
 }
@@ -121,6 +157,42 @@ Result<void> check_coverage(const Index& index, std::uint64_t data_start, std::u
                                          " but the file has " + std::to_string(file_size) + " bytes");
     }
     return {};
+}
+
+// The fast scan of a writer's header, or (when the header leaves its shape) the general parser.
+Result<void> read_members(std::string_view text, std::uint64_t data_start, Index& index) {
+    ScanVisitor visitor;
+    visitor.tensor = [&](ScannedEntry& entry) -> Result<void> {
+        RL_TRY(tensor, make_tensor(entry.name, entry.dtype, std::move(entry.shape), entry.begin_bytes, entry.end_bytes,
+                                   data_start));
+        index.tensors.push_back(std::move(tensor));
+        return {};
+    };
+    visitor.metadata = [&](std::string_view key, std::string_view value) -> Result<void> {
+        index.metadata.emplace_back(std::string(key), std::string(value));
+        return {};
+    };
+    if (auto scanned = scan_header(text, visitor)) {
+        RL_TRY_VOID(*scanned);
+        return check_unique_metadata(index);
+    }
+    index.tensors.clear();
+    index.metadata.clear();
+    bool saw_metadata = false;
+    // A valid header nests 4 levels; a hostile one could nest a million (the reference stops at
+    // 128): for_each_member refuses it without recursing.
+    return for_each_member(text, max_json_depth, [&](std::string& name, Json& entry) -> Result<void> {
+        if (name == "__metadata__") {
+            if (saw_metadata) {
+                return fail(errc::format_error, "safetensors header: \"__metadata__\" appears twice");
+            }
+            saw_metadata = true;
+            return parse_metadata(entry, index);
+        }
+        RL_TRY(tensor, parse_tensor(name, entry, data_start));
+        index.tensors.push_back(std::move(tensor));
+        return {};
+    });
 }
 
 } // namespace
@@ -148,41 +220,21 @@ Result<Index> parse_header(std::span<const std::byte> header, std::uint64_t file
     if (header.empty() || header.front() != std::byte{'{'}) {
         return fail(errc::format_error, "safetensors: the header does not start with '{'");
     }
-    const auto* text = reinterpret_cast<const char*>(header.data());
-    // A valid header nests 4 levels; a hostile one could nest a million (the reference stops at
-    // 128): deeper values are dropped while parsing and the header refused.
-    bool too_deep = false;
-    const Json::parser_callback_t depth_limit = [&too_deep](int depth, Json::parse_event_t, Json&) {
-        if (depth > max_json_depth) {
-            too_deep = true;
-            return false;
-        }
-        return true;
-    };
-    Json json = Json::parse(text, text + header.size(), depth_limit, false);
-    if (too_deep) {
-        return fail(errc::format_error,
-                    "safetensors: the header nests deeper than " + std::to_string(max_json_depth) + " levels");
-    }
-    if (json.is_discarded() || !json.is_object()) {
-        return fail(errc::format_error, "safetensors: the header is not a JSON object");
-    }
+    const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
     const std::uint64_t data_start = length_field_bytes + header.size();
     Index index;
     index.format = &format;
     index.source_size_bytes = file_size;
-    for (const auto& [name, entry] : json.items()) {
-        if (name == "__metadata__") {
-            RL_TRY_VOID(parse_metadata(entry, index));
-            continue;
-        }
-        RL_TRY(tensor, parse_tensor(name, entry, data_start));
-        index.tensors.push_back(std::move(tensor));
-    }
-    std::stable_sort(index.tensors.begin(), index.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    RL_TRY_VOID(read_members(text, data_start, index));
+    RL_TRY_VOID(check_unique_names(index));
+    const auto by_offset = [](const TensorInfo& a, const TensorInfo& b) {
         return a.data_offset_bytes != b.data_offset_bytes ? a.data_offset_bytes < b.data_offset_bytes
                                                           : a.data_length_bytes < b.data_length_bytes;
-    });
+    };
+    // Writers list tensors in data order: a million TensorInfo moves spared when already sorted.
+    if (!std::is_sorted(index.tensors.begin(), index.tensors.end(), by_offset)) {
+        std::stable_sort(index.tensors.begin(), index.tensors.end(), by_offset);
+    }
     RL_TRY_VOID(check_coverage(index, data_start, file_size));
     return index;
 }

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 
 namespace ringload::safetensors {
 
@@ -25,6 +27,25 @@ int reference_rank(DType dtype) {
     return safetensors_rank(dtype);
 }
 
+namespace {
+
+// A quoted, escaped JSON string; throws nlohmann's type_error on invalid UTF-8.
+std::string json_string(const std::string& value) {
+    return nlohmann::json(value).dump();
+}
+
+void append_fields(std::string& text, std::string_view dtype, const HeaderEntry& entry) {
+    text += "{\"dtype\":\"";
+    text += dtype;
+    text += "\",\"shape\":[";
+    for (std::size_t i = 0; i < entry.shape.size(); ++i) {
+        text += (i == 0 ? "" : ",") + std::to_string(entry.shape[i]);
+    }
+    text += "],\"data_offsets\":[" + std::to_string(entry.begin_bytes) + "," + std::to_string(entry.end_bytes) + "]}";
+}
+
+} // namespace
+
 Result<std::vector<std::byte>> build_header(std::span<const HeaderEntry> entries,
                                             std::span<const std::pair<std::string, std::string>> metadata,
                                             std::size_t alignment_bytes) {
@@ -32,30 +53,32 @@ Result<std::vector<std::byte>> build_header(std::span<const HeaderEntry> entries
         return fail(errc::invalid_argument,
                     "a safetensors alignment of " + std::to_string(alignment_bytes) + " bytes (8 or 64)");
     }
-    // ordered_json keeps insertion order: the reference writes "__metadata__" first and each
-    // tensor's fields as dtype, shape, data_offsets.
-    nlohmann::ordered_json header = nlohmann::ordered_json::object();
-    if (!metadata.empty()) {
-        auto& strings = header["__metadata__"] = nlohmann::ordered_json::object();
-        for (const auto& [key, value] : metadata) {
-            if (strings.contains(key)) {
-                return fail(errc::invalid_argument, "metadata key '" + key + "' given twice");
-            }
-            strings[key] = value;
-        }
-    }
-    for (const auto& entry : entries) {
-        RL_TRY(name, dtype_name(entry.dtype));
-        header[entry.name] = {
-            {"dtype", name}, {"shape", entry.shape}, {"data_offsets", {entry.begin_bytes, entry.end_bytes}}};
-    }
-    std::string text;
+    // Written text by text, not as one ordered_json object: that type looks each key up as it
+    // is added, which made a million tensors quadratic. The order is the reference's:
+    // "__metadata__" first, each tensor's fields as dtype, shape, data_offsets.
+    std::string text = "{";
     try {
-        text = header.dump();
+        if (!metadata.empty()) {
+            text += "\"__metadata__\":{";
+            std::unordered_set<std::string_view> keys;
+            for (const auto& [key, value] : metadata) {
+                if (!keys.insert(key).second) {
+                    return fail(errc::invalid_argument, "metadata key '" + key + "' given twice");
+                }
+                text += (keys.size() == 1 ? "" : ",") + json_string(key) + ":" + json_string(value);
+            }
+            text += "}";
+        }
+        for (const auto& entry : entries) {
+            RL_TRY(name, dtype_name(entry.dtype));
+            text += (text.size() == 1 ? "" : ",") + json_string(entry.name) + ":";
+            append_fields(text, name, entry);
+        }
     } catch (const nlohmann::json::exception& e) {
         return fail(errc::invalid_tensor_name,
                     std::string("a name or metadata string is not valid UTF-8 (") + e.what() + ")");
     }
+    text += "}";
     // Spaces up to the alignment: JSON ends at the closing brace, readers skip the whitespace.
     const std::size_t unpadded = sizeof(std::uint64_t) + text.size();
     text.append((alignment_bytes - unpadded % alignment_bytes) % alignment_bytes, ' ');

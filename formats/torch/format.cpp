@@ -28,21 +28,21 @@ Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
     return Detection::no();
 }
 
-// The storages the tensors view, and their byte order.
+// The storages the tensors view, and their byte order. Written as text: a JSON object per
+// storage cost more than reading the index (a million storages).
 FormatDescription describe(const Index& index) {
-    nlohmann::json storages = nlohmann::json::array();
-    for (const auto& storage : index.storages) {
-        storages.push_back({{"key", storage.key},
-                            {"dtype", std::string(torch_name(storage.dtype))},
-                            {"data_offset", storage.data_offset_bytes},
-                            {"bytes", storage.byte_length}});
+    std::string json = std::string("{\"big_endian\":") + (index.big_endian ? "true" : "false") + ",\"storages\":[";
+    for (std::size_t i = 0; i < index.storages.size(); ++i) {
+        const auto& storage = index.storages[i];
+        json += (i == 0 ? "{\"bytes\":" : ",{\"bytes\":") + std::to_string(storage.byte_length) +
+                ",\"data_offset\":" + std::to_string(storage.data_offset_bytes) + ",\"dtype\":\"" +
+                std::string(torch_name(storage.dtype)) + "\",\"key\":" +
+                nlohmann::json(storage.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
     }
-    nlohmann::json extras;
-    extras["big_endian"] = index.big_endian;
-    extras["storages"] = std::move(storages);
+    json += "]}";
     return {"torch zip, " + std::to_string(index.storages.size()) + " storages, " +
                 (index.big_endian ? "big" : "little") + "-endian",
-            extras.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+            std::move(json)};
 }
 
 Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const TensorToWrite> tensors,

@@ -97,6 +97,38 @@ std::string_view kind_name(ValueKind kind) {
     return "value";
 }
 
+// The memo: pickles number their slots 0, 1, 2, ... (torch.save does), so slots up to twice
+// the number stored so far live in a vector (a million tensors store some twenty million
+// values); a farther slot (a hostile LONG_BINPUT 4294967295, or slots that keep doubling) goes
+// to a map, so the vector never outgrows the pickle.
+class Memo {
+public:
+    void store(std::uint32_t slot, Value* value) {
+        ++stores_;
+        if (slot < dense_.size()) {
+            dense_[slot] = value;
+        } else if (slot < 2 * stores_ + 1024) {
+            dense_.resize(slot + 1, nullptr);
+            dense_[slot] = value;
+        } else {
+            sparse_[slot] = value;
+        }
+    }
+
+    Value* find(std::uint32_t slot) const {
+        if (slot < dense_.size() && dense_[slot] != nullptr) {
+            return dense_[slot];
+        }
+        auto found = sparse_.find(slot);
+        return found == sparse_.end() ? nullptr : found->second;
+    }
+
+private:
+    std::vector<Value*> dense_;
+    std::unordered_map<std::uint32_t, Value*> sparse_;
+    std::size_t stores_ = 0;
+};
+
 class Machine {
 public:
     Machine(std::span<const std::byte> in, const PickleLimits& limits)
@@ -237,7 +269,7 @@ private:
     std::unique_ptr<std::deque<Value>> values_;
     std::vector<Value*> stack_;
     std::vector<std::size_t> marks_;
-    std::unordered_map<std::uint32_t, Value*> memo_;
+    Memo memo_;
     std::size_t pos_ = 0;
     std::size_t op_pos_ = 0;
     std::uint8_t op_ = 0;
@@ -406,17 +438,17 @@ Result<void> Machine::use_memo() {
         case 'r': {
             RL_TRY(slot, take_le(op_ == 'q' ? 1 : 4));
             RL_TRY(value, top());
-            memo_[static_cast<std::uint32_t>(slot)] = value;
+            memo_.store(static_cast<std::uint32_t>(slot), value);
             return {};
         }
         case 'h':
         case 'j': {
             RL_TRY(slot, take_le(op_ == 'h' ? 1 : 4));
-            auto found = memo_.find(static_cast<std::uint32_t>(slot));
-            if (found == memo_.end()) {
+            Value* found = memo_.find(static_cast<std::uint32_t>(slot));
+            if (found == nullptr) {
                 return error("memo slot " + std::to_string(slot) + " was never stored");
             }
-            return push(found->second);
+            return push(found);
         }
         default:
             return error("not a memo opcode");
@@ -691,9 +723,9 @@ Result<void> Machine::push_parameter(const Value& callable, const std::vector<Va
         return error("'" + callable.text + "' expects (tensor, requires_grad, hooks...)");
     }
     Value* parameter = make(ValueKind::tensor);
-    parameter->tensor = a[0]->tensor;
-    parameter->tensor.requires_grad = a[1]->boolean;
-    parameter->tensor.is_parameter = true;
+    parameter->tensor = std::make_unique<TensorDesc>(*a[0]->tensor);
+    parameter->tensor->requires_grad = a[1]->boolean;
+    parameter->tensor->is_parameter = true;
     return push(parameter);
 }
 
@@ -724,9 +756,10 @@ Result<Value*> Machine::build_tensor(const Value& callable, const std::vector<Va
     if (a[5]->kind != ValueKind::dict && a[5]->kind != ValueKind::none) {
         return error("'" + callable.text + "': backward hooks are a " + std::string(kind_name(a[5]->kind)));
     }
-    const StorageRef& storage = a[0]->storage;
+    const StorageRef& storage = *a[0]->storage;
     Value* value = make(ValueKind::tensor);
-    TensorDesc& tensor = value->tensor;
+    value->tensor = std::make_unique<TensorDesc>();
+    TensorDesc& tensor = *value->tensor;
     tensor.storage = a[0];
     tensor.rebuild = callable.symbol.kind;
     tensor.storage_offset = a[1]->integer;
@@ -783,11 +816,12 @@ Result<void> Machine::persistent_load() {
         return error("storage '" + p[2]->text + "' has a negative numel " + std::to_string(p[4]->integer));
     }
     Value* value = make(ValueKind::storage);
-    value->storage.type_name = p[1]->text;
-    value->storage.dtype = p[1]->symbol.dtype;
-    value->storage.key = p[2]->text;
-    value->storage.location = p[3]->text;
-    value->storage.numel = p[4]->integer;
+    value->storage = std::make_unique<StorageRef>();
+    value->storage->type_name = p[1]->text;
+    value->storage->dtype = p[1]->symbol.dtype;
+    value->storage->key = p[2]->text;
+    value->storage->location = p[3]->text;
+    value->storage->numel = p[4]->integer;
     return push(value);
 }
 

@@ -81,8 +81,10 @@ struct Value {
     std::vector<std::pair<Value*, Value*>> entries; // dict, in insertion order
     bool ordered = false;                           // dict made by collections.OrderedDict
     GlobalSymbol symbol;                            // global
-    StorageRef storage;                             // storage
-    TensorDesc tensor;                              // tensor
+    // Only storages and tensors have these: held apart, a Value is 128 bytes, not 300 (a
+    // million tensors' pickle makes some twenty million Values).
+    std::unique_ptr<StorageRef> storage; // storage
+    std::unique_ptr<TensorDesc> tensor;  // tensor
 };
 
 struct PickleTree {

@@ -77,8 +77,8 @@ struct Archive {
     ZipEnd end;
     std::vector<ZipEntry> entries;
     std::string prefix;
-    std::unordered_map<std::string, std::size_t> by_name; // full name -> entries index
-    std::vector<std::uint64_t> next_header;               // per entry: next local header or directory
+    std::unordered_map<std::string_view, std::size_t> by_name; // full name (in entries) -> entries index
+    std::vector<std::uint64_t> next_header;                    // per entry: next local header or directory
 
     const ZipEntry* find(std::string_view record) const {
         auto found = by_name.find(prefix + "/" + std::string(record));
@@ -90,6 +90,7 @@ struct Archive {
 Result<void> index_archive(Archive& archive) {
     RL_TRY(prefix, archive_prefix(archive.entries));
     archive.prefix = std::move(prefix);
+    archive.by_name.reserve(archive.entries.size());
     for (std::size_t i = 0; i < archive.entries.size(); ++i) {
         archive.by_name.emplace(archive.entries[i].name, i);
     }

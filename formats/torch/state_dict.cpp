@@ -1,9 +1,10 @@
 // formats/torch/state_dict.cpp
 #include "formats/torch/state_dict.hpp"
 
+#include "formats/repeated_name.hpp"
+
 #include <limits>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace ringload::torch_zip {
 
@@ -33,7 +34,7 @@ public:
         }
         switch (value.kind) {
             case ValueKind::tensor:
-                return add_tensor(value.tensor);
+                return add_tensor(*value.tensor);
             case ValueKind::dict:
                 for (const auto& [key, item] : value.entries) {
                     if (!may_hold_tensors(*item)) {
@@ -96,7 +97,7 @@ private:
 
     // The storage's index in index_.storages, added on first sight.
     Result<std::uint32_t> storage_for(const std::string& name, const TensorDesc& tensor) {
-        const StorageRef& ref = tensor.storage->storage;
+        const StorageRef& ref = *tensor.storage->storage;
         // Typed storages count elements of their type; UntypedStorage counts bytes (§7.4).
         const DType dtype = ref.dtype.value_or(tensor.dtype);
         std::uint64_t nbytes = 0;
@@ -141,10 +142,7 @@ private:
         TensorInfo info;
         info.path = path_;
         info.name = dotted_path(path_);
-        const std::string& name = info.name;
-        if (!names_.insert(name).second) {
-            return tensor_error(name, "the name appears twice");
-        }
+        const std::string& name = info.name; // a repeated name is found after the walk
         info.dtype = tensor.dtype;
         const std::uint64_t element_bytes = itemsize(tensor.dtype);
         if (tensor.storage_offset < 0) {
@@ -212,7 +210,6 @@ private:
     WalkLimits limits_;
     std::vector<PathComponent> path_;
     std::unordered_map<std::string, std::uint32_t> storage_index_;
-    std::unordered_set<std::string> names_;
     std::size_t visits_ = 0;
 };
 
@@ -221,7 +218,15 @@ private:
 Result<void> collect_tensors(const Value& root, const StorageRecordLength& record_length, Index& index,
                              const WalkLimits& limits) {
     Walk walk(record_length, index, limits);
-    return walk.visit(root, 0);
+    const std::size_t first = index.tensors.size();
+    RL_TRY_VOID(walk.visit(root, 0));
+    const auto again = find_repeated_name(
+        index.tensors.size() - first, [&](std::size_t i) { return std::string_view(index.tensors[first + i].name); });
+    if (again) {
+        return fail(errc::format_error,
+                    "torch zip: tensor '" + index.tensors[first + *again].name + "': the name appears twice");
+    }
+    return {};
 }
 
 } // namespace ringload::torch_zip

@@ -1,12 +1,12 @@
 // formats/torch/zip_directory.cpp
 #include "formats/torch/zip_directory.hpp"
 
+#include "formats/repeated_name.hpp"
 #include "formats/torch/little_endian.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <unordered_set>
 
 namespace ringload::torch_zip {
 
@@ -214,15 +214,16 @@ Result<std::string> archive_prefix(const std::vector<ZipEntry>& entries) {
         return zip_error("record '" + first + "' is not inside an archive folder ('<prefix>/...')");
     }
     std::string prefix = first.substr(0, slash);
-    std::unordered_set<std::string_view> seen;
     for (const auto& entry : entries) {
         if (entry.name.size() <= prefix.size() + 1 || entry.name.compare(0, prefix.size(), prefix) != 0 ||
             entry.name[prefix.size()] != '/') {
             return zip_error("record '" + entry.name + "' is outside the archive folder '" + prefix + "/'");
         }
-        if (!seen.insert(entry.name).second) {
-            return zip_error("record '" + entry.name + "' appears twice in the central directory");
-        }
+    }
+    const auto again =
+        find_repeated_name(entries.size(), [&](std::size_t i) { return std::string_view(entries[i].name); });
+    if (again) {
+        return zip_error("record '" + entries[*again].name + "' appears twice in the central directory");
     }
     return prefix;
 }

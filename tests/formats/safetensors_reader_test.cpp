@@ -92,6 +92,40 @@ TEST(SafetensorsHeader, RefusesWhatTheReferenceRefuses) {
     }
 }
 
+// Two readers: a fast scan of the headers writers make, and the general JSON parser for the
+// rest (escapes, non-ASCII, extra fields, odd numbers). Both must give the same Index.
+TEST(SafetensorsHeader, TheFastScanAndTheGeneralParserAgree) {
+    const std::string plain = R"({"__metadata__":{"k":"v"},"ab":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                              R"("c":{"shape":[1],"data_offsets":[2,3],"dtype":"I8"}})";
+    // Same meaning: an escaped name, spaces, an extra field, a non-ASCII metadata value.
+    const std::string general = R"({ "__metadata__" : {"k":"v"}, "a\u0062" : {"dtype":"U8","shape":[2],)"
+                                R"("data_offsets":[0,2],"extra":{"x":[1.5]}}, "c":{"shape":[1],"data_offsets":[2,3],)"
+                                R"("dtype":"I8"} })";
+    for (const auto& header : {plain, general}) {
+        auto index = parse(header, 3);
+        ASSERT_TRUE(index) << index.error().message();
+        ASSERT_EQ(index->tensors.size(), 2u);
+        EXPECT_EQ(index->tensors[0].name, "ab");
+        EXPECT_EQ(index->tensors[1].name, "c");
+        EXPECT_EQ(index->tensors[1].dtype, DType::int8);
+        EXPECT_EQ(index->tensors[1].data_offset_bytes, 8 + header.size() + 2);
+        ASSERT_EQ(index->metadata.size(), 1u);
+    }
+    // The reference keeps the last of two entries with one name; here the header is refused,
+    // whichever reader finds it (the escaped "a\u0062" is "ab" once decoded).
+    const std::vector<std::string> twice = {
+        R"({"ab":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"ab":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+        R"({"ab":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a\u0062":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+        R"({"__metadata__":{"k":"1","k":"2"}})",
+        R"({"__metadata__":{"k":"1"},"__metadata__":{"j":"2"}})",
+    };
+    for (const auto& header : twice) {
+        auto index = parse(header, header.find("data_offsets") == std::string::npos ? 0 : 2);
+        ASSERT_FALSE(index) << header;
+        EXPECT_NE(index.error().message().find("twice"), std::string::npos) << index.error().message();
+    }
+}
+
 TEST(SafetensorsHeader, RefusesDeepNestingWithoutRecursing) {
     // A million nested lists in "shape": refused, no stack overflow (the reference stops at 128).
     const std::string deep = R"({"a":{"dtype":"U8","shape":)" + std::string(1'000'000, '[') +

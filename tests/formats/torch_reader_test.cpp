@@ -590,6 +590,31 @@ TEST(torchPickleMachine, RefusesStackUnderflowAndMemoMisuse) {
     expect_refused(proto2 + "]NNs.", "not a dict");
 }
 
+// Memo slots: near ones live in a vector, far ones (the largest LONG_BINPUT, or slots that
+// double with every store, which would size a vector past any memory) in a map; both found.
+TEST(torchPickleMachine, MemoSlotsFarApartAreKeptWithoutAVectorOfThatSize) {
+    std::string pickle = proto2 + "(";
+    std::vector<std::uint32_t> slots = {0xffffffffu};
+    for (std::uint32_t slot = 1; slot < 0x80000000u; slot *= 2) {
+        slots.push_back(slot + 1000);
+    }
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        const std::uint32_t slot = slots[k];
+        pickle += ops({'K', static_cast<int>(k)}) +
+                  ops({'r', int(slot & 0xff), int((slot >> 8) & 0xff), int((slot >> 16) & 0xff), int(slot >> 24)});
+    }
+    for (const std::uint32_t slot : slots) {
+        pickle += ops({'j', int(slot & 0xff), int((slot >> 8) & 0xff), int((slot >> 16) & 0xff), int(slot >> 24)});
+    }
+    pickle += "t.";
+    auto tree = unpickle(pickle);
+    ASSERT_TRUE(tree) << tree.error().message();
+    ASSERT_EQ(tree->root->items.size(), 2 * slots.size()); // each value stored, then fetched
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        EXPECT_EQ(tree->root->items[slots.size() + k]->integer, static_cast<std::int64_t>(k)) << "slot " << slots[k];
+    }
+}
+
 TEST(torchPickleMachine, RefusesForbiddenGlobalsByName) {
     expect_refused(proto2 + global("os", "system") + text("ls") + ops({0x85}) + "R.", "forbidden global 'os.system'");
     expect_refused(proto2 + global("__builtin__", "eval") + ".", "forbidden global 'builtins.eval'");

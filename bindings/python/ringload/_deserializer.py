@@ -71,6 +71,16 @@ class _Entry:
         self.is_meta, self.byte_length, self.data_length = row["is_meta"], row["byte_length"], row["data_length"]
         self.module_index, self.tensor_type = row["module_index"], row["tensor_type"]
 
+    @classmethod
+    def _from_tuple(cls, row: tuple) -> "_Entry":
+        """From the engine's tensor_rows() (no dict per tensor: a million-tensor index)."""
+        entry = cls.__new__(cls)
+        (entry.index, raw_name, entry.path, entry.dtype, entry.shape, entry.byte_length, entry.data_length,
+         entry.is_meta, entry.module_index, entry.tensor_type) = row
+        entry.name = (raw_name.decode("utf-8", "surrogateescape") if len(entry.path) == 1
+                      else ".".join(str(c) for c in entry.path))
+        return entry
+
 
 class TensorDeserializer(collections.abc.Mapping):
     """A tensorizer file or URL (http(s)://, s3://, redis://) as a Mapping of names to tensors.
@@ -110,7 +120,7 @@ class TensorDeserializer(collections.abc.Mapping):
         self._progress = progress
         self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, **secret_kwargs(encryption),
                                               **network)
-        entries = [_Entry(row) for row in self._engine.tensors()]
+        entries = [_Entry._from_tuple(row) for row in self._engine.tensor_rows()]
         self._entries = [e for e in entries if filter_func is None or filter_func(e.name)]
         self._by_path = {e.path: e for e in self._entries}
         self._structure = self._build_structure()

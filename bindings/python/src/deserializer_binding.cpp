@@ -101,6 +101,23 @@ nb::dict tensor_dict(const TensorInfo& info, std::size_t index) {
     return row;
 }
 
+// tensor_dict's fields as a tuple, in _Entry's order (index, name, path, dtype, shape,
+// byte_length, data_length, is_meta, module_index, tensor_type): no dict and no key strings
+// per tensor, for indexes of a million tensors.
+nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index) {
+    nb::object path = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.path.size())));
+    for (std::size_t k = 0; k < info.path.size(); ++k) {
+        PyTuple_SET_ITEM(path.ptr(), static_cast<Py_ssize_t>(k), path_object(info.path[k]).release().ptr());
+    }
+    nb::object shape = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.shape.size())));
+    for (std::size_t k = 0; k < info.shape.size(); ++k) {
+        PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(k), PyLong_FromUnsignedLongLong(info.shape[k]));
+    }
+    return nb::make_tuple(index, nb::bytes(info.name.data(), info.name.size()), path,
+                          nb::str(torch_name(info.dtype).data(), torch_name(info.dtype).size()), shape,
+                          info.byte_length, info.data_length_bytes, info.is_meta, info.module_index, info.tensor_type);
+}
+
 // One load's tensors and what owns their memory.
 struct Loaded {
     LoadedModel model;
@@ -193,6 +210,15 @@ public:
         const auto& index = opened().index();
         for (std::size_t i = 0; i < index.tensors.size(); ++i) {
             rows.append(tensor_dict(index.tensors[i], i));
+        }
+        return rows;
+    }
+
+    nb::list tensor_rows() {
+        const auto& index = opened().index();
+        nb::list rows = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(index.tensors.size())));
+        for (std::size_t i = 0; i < index.tensors.size(); ++i) {
+            PyList_SET_ITEM(rows.ptr(), static_cast<Py_ssize_t>(i), tensor_tuple(index.tensors[i], i).release().ptr());
         }
         return rows;
     }
@@ -416,6 +442,9 @@ void bind_deserializer(nb::module_& m) {
             nb::arg("ca_file") = "", nb::arg("insecure") = false, nb::arg("s3_endpoint") = "",
             nb::arg("range_size") = 0)
         .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
+        .def("tensor_rows", &PyDeserializer::tensor_rows,
+             "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "
+             "module_index, tensor_type), in file order: tensors() without a dict per tensor")
         .def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
         .def_prop_ro("encrypted", [](PyDeserializer& self) { return self.index().encrypted; })
         .def_prop_ro("total_tensor_bytes", [](PyDeserializer& self) { return self.index().total_tensor_bytes(); })

@@ -30,16 +30,21 @@ void touch_pages(std::byte* begin, std::size_t length) {
 } // namespace
 
 Result<std::shared_ptr<HostArena>> HostArena::create(std::size_t size_bytes) {
-    // Round the mapping to whole huge pages so the kernel can back all of it with THP.
-    std::size_t mapped =
-        std::max<std::size_t>((size_bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1), huge_page_bytes);
+    // Round the mapping to whole huge pages so the kernel can back all of it with THP; an arena
+    // smaller than one (a single small tensor: safe_open's get_tensor) takes base pages, where
+    // a huge page would cost zeroing 2 MiB for a few bytes.
+    const bool huge = size_bytes >= huge_page_bytes;
+    const std::size_t page_bytes = huge ? huge_page_bytes : 4096;
+    const std::size_t mapped = std::max<std::size_t>((size_bytes + page_bytes - 1) & ~(page_bytes - 1), page_bytes);
     void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (memory == MAP_FAILED) {
         return fail(errc::out_of_memory,
                     "cannot map " + std::to_string(size_bytes) + " bytes for tensors: " + std::strerror(errno));
     }
     // Advisory: where THP is off the arena still works, with 4 KiB faults.
-    (void)::madvise(memory, mapped, MADV_HUGEPAGE);
+    if (huge) {
+        (void)::madvise(memory, mapped, MADV_HUGEPAGE);
+    }
     return std::shared_ptr<HostArena>(new HostArena(static_cast<std::byte*>(memory), mapped, size_bytes));
 }
 

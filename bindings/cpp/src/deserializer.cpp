@@ -47,6 +47,21 @@ Result<void> hash_device_tensors(DeviceLink& link, LoadedModel& model) {
     return {};
 }
 
+// LoadOptions::tensors: positions in the index, ascending, each once.
+Result<void> check_listed_tensors(const Index& index, const std::vector<std::size_t>& tensors, const std::string& uri) {
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+        if (tensors[k] >= index.tensors.size()) {
+            return fail(errc::invalid_argument, uri + ": tensor " + std::to_string(tensors[k]) +
+                                                    " was asked for, but the file has " +
+                                                    std::to_string(index.tensors.size()));
+        }
+        if (k > 0 && tensors[k] <= tensors[k - 1]) {
+            return fail(errc::invalid_argument, uri + ": LoadOptions::tensors must be ascending and without repeats");
+        }
+    }
+    return {};
+}
+
 FileReadMode file_read_mode(ReadMode mode) {
     switch (mode) {
         case ReadMode::direct:
@@ -89,7 +104,11 @@ Result<FormatGraph> Deserializer::Impl::make_graph(const LoadOptions& options,
 }
 
 std::string_view Deserializer::Impl::start_prefault(const LoadOptions& options, HostArena& arena) const {
-    if (options.prefault == Prefault::on_touch) {
+    // A thread costs more than faulting a few MiB in on touch (safe_open's get_tensor of one
+    // small tensor).
+    constexpr std::size_t prefault_min_bytes = 4 << 20;
+    if (options.prefault == Prefault::on_touch ||
+        (options.prefault == Prefault::automatic && arena.size_bytes() < prefault_min_bytes)) {
         return "memory faulted in on touch";
     }
     if (options.prefault == Prefault::automatic && source->accepts_any_destination()) {
@@ -340,6 +359,7 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
 Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     RL_TRY(ordinal, gpu::parse_device(options.device));
+    RL_TRY_VOID(check_listed_tensors(impl_->index, options.tensors, impl_->uri));
     const LoadLayout layout = plan_load(impl_->index, options);
     WorkerPool pool(options.worker_threads);
     RL_TRY(model, impl_->load_on(options, layout, pool, ordinal));

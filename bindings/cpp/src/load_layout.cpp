@@ -8,9 +8,12 @@ namespace ringload {
 
 LoadLayout plan_load(const Index& index, const LoadOptions& options) {
     LoadLayout layout;
-    for (std::size_t i = 0; i < index.tensors.size(); ++i) {
+    const bool listed = !options.tensors.empty();
+    const std::size_t count = listed ? options.tensors.size() : index.tensors.size();
+    for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t i = listed ? options.tensors[k] : k;
         const TensorInfo& info = index.tensors[i];
-        if (options.filter && !options.filter(info)) {
+        if (!listed && options.filter && !options.filter(info)) {
             continue;
         }
         PlannedTensor planned;

@@ -269,17 +269,13 @@ Result<RunStats> read_whole_tensors(Deserializer& self, std::span<const SliceReq
     }
     std::sort(wanted.begin(), wanted.end());
     wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-    const Index& index = self.index();
     LoadOptions whole = options;
     whole.device = "cpu";
     whole.dtype.reset();
     whole.destination = nullptr;
     whole.contiguous = true;
     whole.compute_sha256 = false;
-    whole.filter = [&](const TensorInfo& tensor) {
-        return std::binary_search(wanted.begin(), wanted.end(),
-                                  static_cast<std::size_t>(&tensor - index.tensors.data()));
-    };
+    whole.tensors = wanted;
     RL_TRY(model, self.load(whole));
     cut_slices(model, wanted, requests, layout, out, raw);
     RunStats stats;

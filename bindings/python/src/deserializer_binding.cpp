@@ -243,9 +243,6 @@ public:
                 throw nb::value_error("a tensor index appears twice in one load");
             }
         }
-        const auto index_of = [&](const TensorInfo& info) {
-            return static_cast<std::size_t>(&info - index.tensors.data());
-        };
         if (destinations && destinations->size() != indices.size()) {
             throw nb::value_error("one destination per tensor");
         }
@@ -262,7 +259,12 @@ public:
             }
             options.dtype = parsed;
         }
-        options.filter = [&](const TensorInfo& info) { return k_of_index.contains(index_of(info)); };
+        // Asked by position (k_of_index is ascending): a load of a few tensors of a large index
+        // costs what they cost (safe_open's get_tensor on a mixture of experts).
+        options.tensors.reserve(k_of_index.size());
+        for (const auto& [position, k] : k_of_index) {
+            options.tensors.push_back(position);
+        }
         // Asked once per wanted tensor, in index order (with the tensor as loaded: a copy).
         auto next_destination = k_of_index.begin();
         if (destinations) {

@@ -90,6 +90,10 @@ struct LoadOptions {
     // copies, so the workers only copy.
     Prefault prefault = Prefault::automatic;
     std::function<bool(const TensorInfo&)> filter; // empty: every tensor
+    // The wanted tensors by their position in index().tensors, ascending, without repeats:
+    // a load of a few tensors of a large index (safe_open's get_tensor on a mixture of experts)
+    // costs what they cost, not a filter call per tensor of the file. Empty: `filter` decides.
+    std::vector<std::size_t> tensors;
     // "cpu", "cuda" (device 0) or "cuda:N". A build or machine without CUDA fails the load
     // with a message that says why.
     std::string device = "cpu";

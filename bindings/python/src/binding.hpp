@@ -7,6 +7,7 @@
 
 #include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
+#include "ringload/ringload.hpp"
 
 #include <nanobind/nanobind.h>
 
@@ -46,6 +47,11 @@ inline void value_or_throw(Result<void> result) {
 std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>& key,
                                                   const std::optional<std::string>& passphrase, std::uint64_t opslimit,
                                                   std::uint64_t memlimit);
+
+// The read settings every load of the binding takes (load, load_slices, stream): device, hash
+// checks, the dtype by torch's name (ValueError for an unknown one), the ring and the workers.
+LoadOptions engine_load_options(const std::string& device, bool verify, const std::optional<std::string>& dtype,
+                                std::size_t slot_size, std::uint32_t slot_count, std::size_t threads);
 
 void bind_errors(nb::module_& m);
 void bind_deserializer(nb::module_& m);

@@ -69,6 +69,24 @@ nb::dlpack::dtype dlpack_dtype(DType dtype, bool raw) {
     return make(dlpack_code::UInt);
 }
 
+LoadOptions engine_load_options(const std::string& device, bool verify, const std::optional<std::string>& dtype,
+                                std::size_t slot_size, std::uint32_t slot_count, std::size_t threads) {
+    LoadOptions options;
+    options.device = device;
+    options.verify_hashes = verify;
+    options.slot_size_bytes = slot_size;
+    options.slot_count = slot_count;
+    options.worker_threads = threads;
+    if (dtype) {
+        auto parsed = dtype_from_torch_name(*dtype);
+        if (!parsed) {
+            throw nb::value_error(("unknown dtype " + *dtype).c_str());
+        }
+        options.dtype = parsed;
+    }
+    return options;
+}
+
 namespace {
 
 nb::object path_object(const PathComponent& component) {
@@ -246,19 +264,7 @@ public:
         if (destinations && destinations->size() != indices.size()) {
             throw nb::value_error("one destination per tensor");
         }
-        LoadOptions options;
-        options.device = device;
-        options.verify_hashes = verify;
-        options.slot_size_bytes = slot_size;
-        options.slot_count = slot_count;
-        options.worker_threads = threads;
-        if (dtype) {
-            auto parsed = dtype_from_torch_name(*dtype);
-            if (!parsed) {
-                throw nb::value_error(("unknown dtype " + *dtype).c_str());
-            }
-            options.dtype = parsed;
-        }
+        LoadOptions options = engine_load_options(device, verify, dtype, slot_size, slot_count, threads);
         // Asked by position (k_of_index is ascending): a load of a few tensors of a large index
         // costs what they cost (safe_open's get_tensor on a mixture of experts).
         options.tensors.reserve(k_of_index.size());
@@ -326,19 +332,7 @@ public:
             }
             slices.push_back(std::move(request));
         }
-        LoadOptions options;
-        options.device = device;
-        options.verify_hashes = verify;
-        options.slot_size_bytes = slot_size;
-        options.slot_count = slot_count;
-        options.worker_threads = threads;
-        if (dtype) {
-            auto parsed = dtype_from_torch_name(*dtype);
-            if (!parsed) {
-                throw nb::value_error(("unknown dtype " + *dtype).c_str());
-            }
-            options.dtype = parsed;
-        }
+        LoadOptions options = engine_load_options(device, verify, dtype, slot_size, slot_count, threads);
         auto loaded = std::make_shared<Loaded>();
         Result<LoadedModel> model = fail(errc::invalid_argument, "not loaded");
         {

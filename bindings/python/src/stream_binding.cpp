@@ -160,19 +160,8 @@ private:
     }
 
     LoadOptions load_options() {
-        LoadOptions options;
-        options.device = request_.device;
-        options.verify_hashes = request_.verify;
-        options.slot_size_bytes = request_.slot_size;
-        options.slot_count = request_.slot_count;
-        options.worker_threads = request_.threads;
-        if (request_.dtype) {
-            auto parsed = dtype_from_torch_name(*request_.dtype);
-            if (!parsed) {
-                throw nb::value_error(("unknown dtype " + *request_.dtype).c_str());
-            }
-            options.dtype = parsed;
-        }
+        LoadOptions options = engine_load_options(request_.device, request_.verify, request_.dtype, request_.slot_size,
+                                                  request_.slot_count, request_.threads);
         const Index& index = source_->index();
         options.filter = [this, &index](const TensorInfo& info) {
             return static_cast<bool>(wanted_[static_cast<std::size_t>(&info - index.tensors.data())]);

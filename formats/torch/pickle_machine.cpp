@@ -3,6 +3,7 @@
 
 #include "formats/torch/little_endian.hpp"
 
+#include <array>
 #include <bit>
 #include <cstring>
 #include <string_view>
@@ -132,7 +133,7 @@ private:
 class Machine {
 public:
     Machine(std::span<const std::byte> in, const PickleLimits& limits)
-        : in_(in), limits_(limits), values_(std::make_unique<std::deque<Value>>()) {}
+        : in_(in), limits_(limits), values_(std::make_unique<ValueArena>()) {}
 
     Result<PickleTree> run() {
         if (in_.size() > limits_.pickle_bytes_max) {
@@ -162,7 +163,7 @@ private:
     }
 
     Value* make(ValueKind kind) {
-        Value& value = values_->emplace_back();
+        Value& value = values_->make();
         value.kind = kind;
         return &value;
     }
@@ -232,7 +233,25 @@ private:
         return {};
     }
 
+    // Values no opcode changes after they are made (numbers, None, bools, the empty tuple) are
+    // made once and shared: a state dict's tensors are mostly small ints and False, and a
+    // million tensors made some twenty million Values (page faults and frees were half the time).
+    Value* shared(Value*& slot, ValueKind kind) {
+        if (slot == nullptr) {
+            slot = make(kind);
+        }
+        return slot;
+    }
+
     Result<void> push_int(std::int64_t number) {
+        if (number >= 0 && number < static_cast<std::int64_t>(small_ints_.size())) {
+            Value*& slot = small_ints_[static_cast<std::size_t>(number)];
+            if (slot == nullptr) {
+                slot = make(ValueKind::integer);
+                slot->integer = number;
+            }
+            return push(slot);
+        }
         Value* value = make(ValueKind::integer);
         value->integer = number;
         return push(value);
@@ -266,10 +285,15 @@ private:
 
     std::span<const std::byte> in_;
     PickleLimits limits_;
-    std::unique_ptr<std::deque<Value>> values_;
+    std::unique_ptr<ValueArena> values_;
     std::vector<Value*> stack_;
     std::vector<std::size_t> marks_;
     Memo memo_;
+    std::array<Value*, 256> small_ints_{}; // shared, made on first use
+    Value* none_ = nullptr;
+    Value* true_ = nullptr;
+    Value* false_ = nullptr;
+    Value* empty_tuple_ = nullptr;
     std::size_t pos_ = 0;
     std::size_t op_pos_ = 0;
     std::uint8_t op_ = 0;
@@ -342,7 +366,7 @@ Result<void> Machine::push_container() {
         case ']':
             return push(make(ValueKind::list));
         case ')':
-            return push(make(ValueKind::tuple));
+            return push(shared(empty_tuple_, ValueKind::tuple));
         case 0x8f:
             return push(make(ValueKind::set));
         case 't': {
@@ -369,10 +393,10 @@ Result<void> Machine::push_container() {
 Result<void> Machine::push_constant_or_string() {
     switch (op_) {
         case 'N':
-            return push(make(ValueKind::none));
+            return push(shared(none_, ValueKind::none));
         case 0x88:
         case 0x89: {
-            Value* value = make(ValueKind::boolean);
+            Value* value = shared(op_ == 0x88 ? true_ : false_, ValueKind::boolean);
             value->boolean = op_ == 0x88;
             return push(value);
         }

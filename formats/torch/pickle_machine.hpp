@@ -21,7 +21,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -87,8 +86,26 @@ struct Value {
     std::unique_ptr<TensorDesc> tensor;  // tensor
 };
 
+// Every Value of a tree, in chunks of 4096 (a deque holds four 128-byte Values per block: a
+// million tensors made millions of blocks to allocate and free). Addresses are stable.
+class ValueArena {
+public:
+    Value& make() {
+        if (used_ == chunk_values) {
+            chunks_.push_back(std::make_unique<Value[]>(chunk_values));
+            used_ = 0;
+        }
+        return chunks_.back()[used_++];
+    }
+
+private:
+    static constexpr std::size_t chunk_values = 4096;
+    std::vector<std::unique_ptr<Value[]>> chunks_;
+    std::size_t used_ = chunk_values;
+};
+
 struct PickleTree {
-    std::unique_ptr<std::deque<Value>> values; // owns every Value; addresses are stable
+    std::unique_ptr<ValueArena> values; // owns every Value
     const Value* root = nullptr;
 };
 

@@ -2,6 +2,7 @@
 #include "formats/torch/reader.hpp"
 
 #include "formats/torch/format.hpp"
+#include "formats/torch/name_table.hpp"
 #include "formats/torch/pickle_machine.hpp"
 #include "formats/torch/state_dict.hpp"
 #include "formats/torch/zip_directory.hpp"
@@ -77,12 +78,12 @@ struct Archive {
     ZipEnd end;
     std::vector<ZipEntry> entries;
     std::string prefix;
-    std::unordered_map<std::string_view, std::size_t> by_name; // full name (in entries) -> entries index
-    std::vector<std::uint64_t> next_header;                    // per entry: next local header or directory
+    NameTable by_name{"data/"};             // name after "<prefix>/" (in entries) -> entries index
+    std::vector<std::uint64_t> next_header; // per entry: next local header or directory
 
     const ZipEntry* find(std::string_view record) const {
-        auto found = by_name.find(prefix + "/" + std::string(record));
-        return found == by_name.end() ? nullptr : &entries[found->second];
+        const std::size_t found = by_name.find(record);
+        return found == NameTable::none ? nullptr : &entries[found];
     }
     std::size_t index_of(const ZipEntry* entry) const { return static_cast<std::size_t>(entry - entries.data()); }
 };
@@ -92,7 +93,8 @@ Result<void> index_archive(Archive& archive) {
     archive.prefix = std::move(prefix);
     archive.by_name.reserve(archive.entries.size());
     for (std::size_t i = 0; i < archive.entries.size(); ++i) {
-        archive.by_name.emplace(archive.entries[i].name, i);
+        // archive_prefix checked that every name starts with "<prefix>/" and none repeats.
+        archive.by_name.insert(std::string_view(archive.entries[i].name).substr(archive.prefix.size() + 1), i);
     }
     std::vector<std::size_t> order(archive.entries.size());
     std::iota(order.begin(), order.end(), std::size_t{0});

@@ -2,9 +2,9 @@
 #include "formats/torch/state_dict.hpp"
 
 #include "formats/repeated_name.hpp"
+#include "formats/torch/name_table.hpp"
 
 #include <limits>
-#include <unordered_map>
 
 namespace ringload::torch_zip {
 
@@ -104,16 +104,16 @@ private:
         if (mul_overflows(static_cast<std::uint64_t>(ref.numel), ref.dtype ? itemsize(dtype) : 1, nbytes)) {
             return tensor_error(name, "storage '" + ref.key + "' numel " + str(ref.numel) + " overflows");
         }
-        auto found = storage_index_.find(ref.key);
-        if (found != storage_index_.end()) {
-            const StorageInfo& known = index_.storages[found->second];
+        const std::size_t found = storage_index_.find(ref.key);
+        if (found != NameTable::none) {
+            const StorageInfo& known = index_.storages[found];
             if (known.dtype != dtype || known.byte_length != nbytes) {
                 return tensor_error(name, "storage '" + ref.key + "' is used as " + ref.type_name + " with " +
                                               std::string(torch_name(dtype)) + " elements (" + std::to_string(nbytes) +
                                               " bytes) but elsewhere with " + std::string(torch_name(known.dtype)) +
                                               " elements (" + std::to_string(known.byte_length) + " bytes)");
             }
-            return found->second;
+            return static_cast<std::uint32_t>(found);
         }
         auto length = record_length_(ref.key);
         if (!length) {
@@ -134,7 +134,7 @@ private:
         info.byte_length = nbytes;
         const auto at = static_cast<std::uint32_t>(index_.storages.size());
         index_.storages.push_back(std::move(info));
-        storage_index_.emplace(ref.key, at);
+        storage_index_.insert(ref.key, at); // a view of the tree's StorageRef, which outlives the walk
         return at;
     }
 
@@ -209,7 +209,7 @@ private:
     Index& index_;
     WalkLimits limits_;
     std::vector<PathComponent> path_;
-    std::unordered_map<std::string, std::uint32_t> storage_index_;
+    NameTable storage_index_; // storage key -> index_.storages position
     std::size_t visits_ = 0;
 };
 

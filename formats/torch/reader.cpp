@@ -357,8 +357,7 @@ Result<void> check_held_version(const Archive& archive, const HeldBytes& held, c
 
 // The pickle: a value tree, then tensors and storages (their offsets still relative).
 Result<void> collect_from_pickle(const Archive& archive, std::span<const std::byte> pickle,
-                                 const PickleLimits& pickle_limits, Index& index) {
-    RL_TRY(tree, unpickle_weights_only(pickle, pickle_limits));
+                                 const PickleLimits& pickle_limits, const ReadIndexOptions& options, Index& index) {
     const StorageRecordLength record_length = [&archive](const std::string& key) -> Result<std::uint64_t> {
         const ZipEntry* entry = archive.find("data/" + key);
         if (entry == nullptr) {
@@ -368,6 +367,15 @@ Result<void> collect_from_pickle(const Archive& archive, std::span<const std::by
         RL_TRY_VOID(check_stored(*entry));
         return entry->length_bytes;
     };
+    // A flat state dict takes the fast path; anything else (or more tensors than the walk
+    // allows) the general machine, which also gives every error.
+    if (options.scan_state_dict) {
+        auto scanned = scan_state_dict(pickle, pickle_limits);
+        if (scanned && scanned->tensors.size() < WalkLimits{}.visits_max) {
+            return collect_scanned_tensors(*scanned, record_length, index);
+        }
+    }
+    RL_TRY(tree, unpickle_weights_only(pickle, pickle_limits));
     return collect_tensors(*tree.root, record_length, index);
 }
 
@@ -413,7 +421,7 @@ Task<Result<Index>> read_index_inner(Source& source, ReadIndexOptions options, H
     RL_CO_TRY(alignment, apply_small_records(records, index));
     RL_CO_TRY(offsets, data_offsets(archive, held, records, alignment));
     RL_CO_TRY_VOID(check_held_version(archive, held, offsets));
-    RL_CO_TRY_VOID(collect_from_pickle(archive, records.pickle, pickle_limits, index));
+    RL_CO_TRY_VOID(collect_from_pickle(archive, records.pickle, pickle_limits, options, index));
     RL_CO_TRY_VOID(co_await place_storages(source, held, archive, offsets, index));
     co_return index;
 }

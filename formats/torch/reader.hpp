@@ -34,6 +34,7 @@ Error legacy_error();
 
 struct ReadIndexOptions {
     std::size_t tail_read_bytes = 256 << 10; // the first read: the file's last bytes
+    bool scan_state_dict = true;             // the fast path for a flat state dict (state_dict_scan.hpp)
 };
 
 Task<Result<Index>> read_index(Source& source);

@@ -34,7 +34,7 @@ public:
         }
         switch (value.kind) {
             case ValueKind::tensor:
-                return add_tensor(*value.tensor);
+                return add_tensor(*value.tensor, *value.tensor->storage->storage, value.tensor->storage->storage->key);
             case ValueKind::dict:
                 for (const auto& [key, item] : value.entries) {
                     if (!may_hold_tensors(*item)) {
@@ -95,16 +95,17 @@ private:
         return fail(code, "torch zip: tensor '" + name + "': " + std::move(detail));
     }
 
-    // The storage's index in index_.storages, added on first sight.
-    Result<std::uint32_t> storage_for(const std::string& name, const TensorDesc& tensor) {
-        const StorageRef& ref = *tensor.storage->storage;
+    // The storage's index in index_.storages, added on first sight. `key` is ref.key in bytes
+    // that outlive the walk (the tree's, or the pickle's).
+    Result<std::uint32_t> storage_for(const std::string& name, const TensorDesc& tensor, const StorageRef& ref,
+                                      std::string_view key) {
         // Typed storages count elements of their type; UntypedStorage counts bytes (§7.4).
         const DType dtype = ref.dtype.value_or(tensor.dtype);
         std::uint64_t nbytes = 0;
         if (mul_overflows(static_cast<std::uint64_t>(ref.numel), ref.dtype ? itemsize(dtype) : 1, nbytes)) {
             return tensor_error(name, "storage '" + ref.key + "' numel " + str(ref.numel) + " overflows");
         }
-        const std::size_t found = storage_index_.find(ref.key);
+        const std::size_t found = storage_index_.find(key);
         if (found != NameTable::none) {
             const StorageInfo& known = index_.storages[found];
             if (known.dtype != dtype || known.byte_length != nbytes) {
@@ -134,11 +135,13 @@ private:
         info.byte_length = nbytes;
         const auto at = static_cast<std::uint32_t>(index_.storages.size());
         index_.storages.push_back(std::move(info));
-        storage_index_.insert(ref.key, at); // a view of the tree's StorageRef, which outlives the walk
+        storage_index_.insert(key, at);
         return at;
     }
 
-    Result<void> add_tensor(const TensorDesc& tensor) {
+public:
+    // One tensor under the current path: `tensor.storage` is not used (the storage is `ref`).
+    Result<void> add_tensor(const TensorDesc& tensor, const StorageRef& ref, std::string_view key) {
         TensorInfo info;
         info.path = path_;
         info.name = dotted_path(path_);
@@ -178,7 +181,7 @@ private:
         if (mul_overflows(numel, element_bytes, info.byte_length)) {
             return tensor_error(name, "byte length overflows 64 bits");
         }
-        RL_TRY(storage_at, storage_for(name, tensor));
+        RL_TRY(storage_at, storage_for(name, tensor, ref, key));
         const StorageInfo& storage = index_.storages[storage_at];
         const std::uint64_t storage_numel = storage.byte_length / element_bytes;
         if (numel > 0) {
@@ -205,6 +208,13 @@ private:
         return {};
     }
 
+    // For a flat dict read by scan_state_dict: the path is the key alone.
+    void set_name(std::string_view name) {
+        path_.resize(1);
+        path_[0] = PathComponent{std::string(name)};
+    }
+
+private:
     const StorageRecordLength& record_length_;
     Index& index_;
     WalkLimits limits_;
@@ -220,6 +230,40 @@ Result<void> collect_tensors(const Value& root, const StorageRecordLength& recor
     Walk walk(record_length, index, limits);
     const std::size_t first = index.tensors.size();
     RL_TRY_VOID(walk.visit(root, 0));
+    const auto again = find_repeated_name(
+        index.tensors.size() - first, [&](std::size_t i) { return std::string_view(index.tensors[first + i].name); });
+    if (again) {
+        return fail(errc::format_error,
+                    "torch zip: tensor '" + index.tensors[first + *again].name + "': the name appears twice");
+    }
+    return {};
+}
+
+Result<void> collect_scanned_tensors(const ScannedStateDict& scanned, const StorageRecordLength& record_length,
+                                     Index& index) {
+    const WalkLimits limits;
+    Walk walk(record_length, index, limits);
+    const std::size_t first = index.tensors.size();
+    index.tensors.reserve(first + scanned.tensors.size());
+    // One TensorDesc and StorageRef, refilled: their vectors and strings keep their capacity.
+    TensorDesc desc;
+    StorageRef ref;
+    for (const ScannedTensor& tensor : scanned.tensors) {
+        const GlobalLookup& type = scanned.globals[tensor.storage_type];
+        ref.key.assign(tensor.storage_key);
+        ref.location.assign(tensor.location);
+        ref.type_name.assign(type.qualified_name);
+        ref.dtype = type.symbol.dtype;
+        ref.numel = tensor.numel;
+        desc.dtype = *type.symbol.dtype; // _rebuild_tensor_v2: the storage's type (the scan checked it has one)
+        desc.storage_offset = tensor.storage_offset;
+        const auto dims = scanned.dims.begin() + tensor.dims_at;
+        desc.shape.assign(dims, dims + tensor.rank);
+        desc.strides.assign(dims + tensor.rank, dims + 2 * tensor.rank);
+        desc.requires_grad = tensor.requires_grad;
+        walk.set_name(tensor.name);
+        RL_TRY_VOID(walk.add_tensor(desc, ref, tensor.storage_key));
+    }
     const auto again = find_repeated_name(
         index.tensors.size() - first, [&](std::size_t i) { return std::string_view(index.tensors[first + i].name); });
     if (again) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "formats/torch/pickle_machine.hpp"
+#include "formats/torch/state_dict_scan.hpp"
 #include "ringload/error.hpp"
 #include "ringload/tensor_info.hpp"
 
@@ -30,5 +31,12 @@ struct WalkLimits {
 // who knows where each record's data starts, adds it.
 Result<void> collect_tensors(const Value& root, const StorageRecordLength& record_length, Index& index,
                              const WalkLimits& limits = {});
+
+// The same for what scan_state_dict read (a flat dict of tensors): the same Index, checks and
+// errors as collect_tensors on the tree the machine builds from that pickle. The caller keeps
+// the pickle alive (the scan's names and keys are views into it) and keeps a pickle of more
+// tensors than WalkLimits::visits_max on the general path, which refuses it.
+Result<void> collect_scanned_tensors(const ScannedStateDict& scanned, const StorageRecordLength& record_length,
+                                     Index& index);
 
 } // namespace ringload::torch_zip

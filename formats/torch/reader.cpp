@@ -96,11 +96,7 @@ Result<void> index_archive(Archive& archive) {
         // archive_prefix checked that every name starts with "<prefix>/" and none repeats.
         archive.by_name.insert(std::string_view(archive.entries[i].name).substr(archive.prefix.size() + 1), i);
     }
-    std::vector<std::size_t> order(archive.entries.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return archive.entries[a].header_offset_bytes < archive.entries[b].header_offset_bytes;
-    });
+    const std::vector<std::size_t> order = entries_by_header_offset(archive.entries);
     archive.next_header.assign(archive.entries.size(), archive.end.directory_offset_bytes);
     for (std::size_t i = 0; i + 1 < order.size(); ++i) {
         archive.next_header[order[i]] = archive.entries[order[i + 1]].header_offset_bytes;

@@ -10,11 +10,12 @@ namespace ringload::torch_zip {
 
 namespace {
 
-// What a memo slot holds, as far as the fast path needs to know.
+// What a memo slot holds, as far as the fast path needs to know: 12 bytes (torch stores some
+// eight slots per tensor).
 struct Slot {
     enum class Tag : std::uint8_t { empty, other, string, global } tag = Tag::empty;
-    std::string_view text;       // string
-    std::uint32_t global_at = 0; // global: position in ScannedStateDict::globals
+    std::uint32_t at = 0;     // string: its first byte in the pickle; global: its position in globals
+    std::uint32_t length = 0; // string
 };
 
 class Scanner {
@@ -22,7 +23,8 @@ public:
     Scanner(std::span<const std::byte> in, const PickleLimits& limits) : in_(in), limits_(limits) {}
 
     std::optional<ScannedStateDict> run() {
-        if (in_.size() > limits_.pickle_bytes_max || !op(0x80) || !op(2) || !root()) {
+        if (in_.size() > std::min<std::size_t>(limits_.pickle_bytes_max, std::numeric_limits<std::uint32_t>::max()) ||
+            !op(0x80) || !op(2) || !root()) {
             return std::nullopt;
         }
         while (!op('.')) {
@@ -93,6 +95,10 @@ private:
         return memo_[*at];
     }
 
+    std::string_view text_of(const Slot& slot) const {
+        return {reinterpret_cast<const char*>(in_.data() + slot.at), slot.length};
+    }
+
     std::optional<std::string_view> string();
     std::optional<std::string_view> line();
     std::optional<const GlobalLookup*> global(GlobalKind kind);
@@ -118,15 +124,16 @@ std::optional<std::string_view> Scanner::string() {
         if (!length || in_.size() - pos_ < *length) {
             return std::nullopt;
         }
-        std::string_view text(reinterpret_cast<const char*>(in_.data() + pos_), static_cast<std::size_t>(*length));
+        // The pickle is at most PickleLimits::pickle_bytes_max (1 GiB, checked in run()): 32 bits.
+        const Slot slot{Slot::Tag::string, static_cast<std::uint32_t>(pos_), static_cast<std::uint32_t>(*length)};
         pos_ += static_cast<std::size_t>(*length);
-        if (!put({Slot::Tag::string, text, 0})) {
+        if (!put(slot)) {
             return std::nullopt;
         }
-        return text;
+        return text_of(slot);
     }
     auto slot = get(Slot::Tag::string);
-    return slot ? std::optional<std::string_view>(slot->text) : std::nullopt;
+    return slot ? std::optional<std::string_view>(text_of(*slot)) : std::nullopt;
 }
 
 // A GLOBAL line, as the machine's take_line reads it.
@@ -158,11 +165,11 @@ std::optional<const GlobalLookup*> Scanner::global(GlobalKind kind) {
         }
         at = static_cast<std::uint32_t>(out_.globals.size());
         out_.globals.push_back(std::move(lookup));
-        if (!put({Slot::Tag::global, {}, at})) {
+        if (!put({Slot::Tag::global, at, 0})) {
             return std::nullopt;
         }
     } else if (auto slot = get(Slot::Tag::global)) {
-        at = slot->global_at;
+        at = slot->at;
     } else {
         return std::nullopt;
     }
@@ -187,7 +194,7 @@ std::optional<std::int64_t> Scanner::integer() {
         value = number ? std::optional<std::int64_t>(static_cast<std::int32_t>(static_cast<std::uint32_t>(*number)))
                        : std::nullopt;
     }
-    if (!value || !put({Slot::Tag::other, {}, 0})) {
+    if (!value || !put({Slot::Tag::other, 0, 0})) {
         return std::nullopt;
     }
     return value;
@@ -216,17 +223,17 @@ bool Scanner::int_tuple() {
             return false;
         }
     }
-    return put({Slot::Tag::other, {}, 0});
+    return put({Slot::Tag::other, 0, 0});
 }
 
 // PROTO 2 is read; the root: EMPTY_DICT, or collections.OrderedDict().
 bool Scanner::root() {
     if (!op('}')) {
-        if (!global(GlobalKind::ordered_dict) || !op(')') || !put({Slot::Tag::other, {}, 0}) || !op('R')) {
+        if (!global(GlobalKind::ordered_dict) || !op(')') || !put({Slot::Tag::other, 0, 0}) || !op('R')) {
             return false;
         }
     }
-    return put({Slot::Tag::other, {}, 0});
+    return put({Slot::Tag::other, 0, 0});
 }
 
 // A key and its tensor: _rebuild_tensor_v2 ( <storage> offset size stride requires_grad
@@ -235,7 +242,7 @@ bool Scanner::entry() {
     ScannedTensor tensor;
     auto name = string();
     if (!name || !global(GlobalKind::rebuild_tensor_v2) || !op('(') || !storage(tensor) || !tensor_arguments(tensor) ||
-        !op('t') || !put({Slot::Tag::other, {}, 0}) || !op('R') || !put({Slot::Tag::other, {}, 0})) {
+        !op('t') || !put({Slot::Tag::other, 0, 0}) || !op('R') || !put({Slot::Tag::other, 0, 0})) {
         return false;
     }
     tensor.name = *name;
@@ -260,8 +267,8 @@ bool Scanner::storage(ScannedTensor& tensor) {
     auto key = string();
     auto location = key ? string() : std::nullopt;
     auto numel = location ? integer() : std::nullopt;
-    if (!numel || *numel < 0 || !op('t') || !put({Slot::Tag::other, {}, 0}) || !op('Q') ||
-        !put({Slot::Tag::other, {}, 0})) {
+    if (!numel || *numel < 0 || !op('t') || !put({Slot::Tag::other, 0, 0}) || !op('Q') ||
+        !put({Slot::Tag::other, 0, 0})) {
         return false;
     }
     tensor.storage_key = *key;
@@ -293,8 +300,8 @@ bool Scanner::tensor_arguments(ScannedTensor& tensor) {
     } else if (!op(0x89)) {
         return false;
     }
-    return put({Slot::Tag::other, {}, 0}) && global(GlobalKind::ordered_dict) && op(')') &&
-           put({Slot::Tag::other, {}, 0}) && op('R') && put({Slot::Tag::other, {}, 0});
+    return put({Slot::Tag::other, 0, 0}) && global(GlobalKind::ordered_dict) && op(')') &&
+           put({Slot::Tag::other, 0, 0}) && op('R') && put({Slot::Tag::other, 0, 0});
 }
 
 } // namespace

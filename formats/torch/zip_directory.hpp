@@ -55,6 +55,9 @@ struct ZipEntry {
     std::uint64_t header_offset_bytes = 0;
 };
 
+// Entry positions ordered by header offset (ties in std::sort's order).
+std::vector<std::size_t> entries_by_header_offset(const std::vector<ZipEntry>& entries);
+
 // `directory` holds exactly the central directory's bytes.
 Result<std::vector<ZipEntry>> parse_central_directory(std::span<const std::byte> directory, const ZipEnd& end);
 

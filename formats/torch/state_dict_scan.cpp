@@ -28,6 +28,12 @@ public:
             return std::nullopt;
         }
         while (!op('.')) {
+            if (root_ordered_ && at('}')) {
+                if (!metadata() || !op('.')) {
+                    return std::nullopt;
+                }
+                break;
+            }
             if (op('(')) {
                 while (!op('u')) {
                     if (!entry()) {
@@ -42,6 +48,8 @@ public:
     }
 
 private:
+    bool at(std::uint8_t code) const { return pos_ < in_.size() && static_cast<std::uint8_t>(in_[pos_]) == code; }
+
     bool op(std::uint8_t code) {
         if (pos_ < in_.size() && static_cast<std::uint8_t>(in_[pos_]) == code) {
             ++pos_;
@@ -105,6 +113,8 @@ private:
     std::optional<std::int64_t> integer();
     bool int_tuple();
     bool root();
+    bool metadata();
+    bool version_dict();
     bool entry();
     bool storage(ScannedTensor& tensor);
     bool tensor_arguments(ScannedTensor& tensor);
@@ -115,6 +125,7 @@ private:
     std::vector<Slot> memo_;
     std::size_t stores_ = 0;
     ScannedStateDict out_;
+    bool root_ordered_ = false;
 };
 
 // BINUNICODE (or a memo'd string), and its optional PUT.
@@ -232,8 +243,54 @@ bool Scanner::root() {
         if (!global(GlobalKind::ordered_dict) || !op(')') || !put({Slot::Tag::other, 0, 0}) || !op('R')) {
             return false;
         }
+        root_ordered_ = true;
     }
     return put({Slot::Tag::other, 0, 0});
+}
+
+// What module.state_dict() adds to its OrderedDict: BUILD with {'_metadata': OrderedDict of
+// module name -> {str: int}} (torch writes {'version': n}), which the machine sets aside.
+bool Scanner::metadata() {
+    if (!op('}') || !put({Slot::Tag::other, 0, 0})) {
+        return false;
+    }
+    auto key = string();
+    if (!key || *key != "_metadata" || !global(GlobalKind::ordered_dict) || !op(')') ||
+        !put({Slot::Tag::other, 0, 0}) || !op('R') || !put({Slot::Tag::other, 0, 0})) {
+        return false;
+    }
+    while (!op('s')) { // the end of the metadata: '_metadata' set in the BUILD state
+        if (op('(')) {
+            while (!op('u')) {
+                if (!string() || !version_dict()) {
+                    return false;
+                }
+            }
+        } else if (!string() || !version_dict() || !op('s')) {
+            return false;
+        }
+    }
+    return op('b');
+}
+
+// {str: int, ...}: EMPTY_DICT and its items (pickle sets one item with SETITEM, more with MARK
+// ... SETITEMS).
+bool Scanner::version_dict() {
+    if (!op('}') || !put({Slot::Tag::other, 0, 0})) {
+        return false;
+    }
+    if (op('(')) {
+        while (!op('u')) {
+            if (!string() || !integer()) {
+                return false;
+            }
+        }
+        return true;
+    }
+    if (at('X') || at('h') || at('j')) {
+        return string() && integer() && op('s');
+    }
+    return true; // empty
 }
 
 // A key and its tensor: _rebuild_tensor_v2 ( <storage> offset size stride requires_grad

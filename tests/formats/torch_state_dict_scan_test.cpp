@@ -11,6 +11,7 @@
 #include "formats/torch/reader.hpp"
 #include "formats/torch/state_dict.hpp"
 #include "formats/torch/state_dict_scan.hpp"
+#include "formats/torch/zip_directory.hpp"
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,39 @@ TEST(torchStateDictScan, EveryFixtureReadsTheSameWithAndWithoutTheFastPath) {
     }
     EXPECT_GE(files, 20u);
     EXPECT_GE(loaded, 5u);
+}
+
+// A fixture's data.pkl, through the zip directory.
+std::vector<std::byte> pickle_of(const std::string& file) {
+    const auto bytes = testing::read_file(testing::data_dir() / "torch" / file);
+    const std::span<const std::byte> all(bytes);
+    auto end = find_zip_end(all, all.size());
+    EXPECT_TRUE(end) << file;
+    auto entries = parse_central_directory(all.subspan(end->directory_offset_bytes, end->directory_length_bytes), *end);
+    EXPECT_TRUE(entries) << file;
+    for (const auto& entry : *entries) {
+        if (entry.name.ends_with("/data.pkl")) {
+            auto data = local_header_data_offset(all.subspan(entry.header_offset_bytes), entry);
+            EXPECT_TRUE(data) << file;
+            const auto pickle = all.subspan(*data, entry.length_bytes);
+            return {pickle.begin(), pickle.end()};
+        }
+    }
+    ADD_FAILURE() << file << " has no data.pkl";
+    return {};
+}
+
+TEST(torchStateDictScan, TakesTorchSavesOwnStateDicts) {
+    // torch.save({...}) and torch.save(module.state_dict()) (an OrderedDict with _metadata): the
+    // fixture comparison above then compares the scan's Index with the machine's.
+    for (const char* file : {"plain_state_dict.pt", "module_state_dict.pt"}) {
+        const auto pickle = pickle_of(file);
+        auto scanned = scan_state_dict(pickle);
+        ASSERT_TRUE(scanned) << file;
+        auto tree = unpickle_weights_only(pickle);
+        ASSERT_TRUE(tree) << file;
+        EXPECT_EQ(scanned->tensors.size(), tree->root->entries.size()) << file;
+    }
 }
 
 // ---- hand-built pickles ----

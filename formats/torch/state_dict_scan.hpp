@@ -2,14 +2,16 @@
 //
 // The fast path for the pickle torch.save writes for a flat state dict: a dict (or an
 // OrderedDict, with the {'_metadata': {module: {'version': n}}} that module.state_dict() adds)
-// of name -> _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict()). It reads that opcode
-// sequence straight into a flat list, with no Value tree (at a million tensors the tree's nine Values and ten
-// allocations per tensor were most of `ringload info`'s time), and gives up (nullopt) at the first byte that is
-// anything else: then the general machine (pickle_machine.hpp) reads the pickle from the start, and its result and its
-// errors are the only ones a caller sees. So the fast path accepts a subset of what the machine accepts and must
-// describe it identically: globals go through the same allowlist, and anything it would have to check (a negative
-// numel, an untyped storage, a rank over the limit, sizes and strides of different lengths, a memo slot never stored)
-// makes it give up rather than decide.
+// of name -> _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict()).
+// It reads that opcode sequence straight into a flat list, with no Value tree (at a million
+// tensors the tree's nine Values and ten allocations per tensor were most of `ringload info`'s
+// time), and gives up (nullopt) at the first byte that is anything else: then the general
+// machine (pickle_machine.hpp) reads the pickle from the start, and its result and its errors
+// are the only ones a caller sees. So the fast path accepts a subset of what the machine
+// accepts and must describe it identically: globals go through the same allowlist, and
+// anything it would have to check (a negative numel, an untyped storage, a rank over the
+// limit, sizes and strides of different lengths, a memo slot never stored) makes it give up
+// rather than decide.
 #pragma once
 
 #include "formats/torch/pickle_machine.hpp"

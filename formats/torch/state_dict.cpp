@@ -223,13 +223,8 @@ private:
     std::size_t visits_ = 0;
 };
 
-} // namespace
-
-Result<void> collect_tensors(const Value& root, const StorageRecordLength& record_length, Index& index,
-                             const WalkLimits& limits) {
-    Walk walk(record_length, index, limits);
-    const std::size_t first = index.tensors.size();
-    RL_TRY_VOID(walk.visit(root, 0));
+// The tensors added from `first` on: each name once (both ways of reading the pickle end here).
+Result<void> refuse_repeated_names(const Index& index, std::size_t first) {
     const auto again = find_repeated_name(
         index.tensors.size() - first, [&](std::size_t i) { return std::string_view(index.tensors[first + i].name); });
     if (again) {
@@ -237,6 +232,16 @@ Result<void> collect_tensors(const Value& root, const StorageRecordLength& recor
                     "torch zip: tensor '" + index.tensors[first + *again].name + "': the name appears twice");
     }
     return {};
+}
+
+} // namespace
+
+Result<void> collect_tensors(const Value& root, const StorageRecordLength& record_length, Index& index,
+                             const WalkLimits& limits) {
+    Walk walk(record_length, index, limits);
+    const std::size_t first = index.tensors.size();
+    RL_TRY_VOID(walk.visit(root, 0));
+    return refuse_repeated_names(index, first);
 }
 
 Result<void> collect_scanned_tensors(const ScannedStateDict& scanned, const StorageRecordLength& record_length,
@@ -264,13 +269,7 @@ Result<void> collect_scanned_tensors(const ScannedStateDict& scanned, const Stor
         walk.set_name(tensor.name);
         RL_TRY_VOID(walk.add_tensor(desc, ref, tensor.storage_key));
     }
-    const auto again = find_repeated_name(
-        index.tensors.size() - first, [&](std::size_t i) { return std::string_view(index.tensors[first + i].name); });
-    if (again) {
-        return fail(errc::format_error,
-                    "torch zip: tensor '" + index.tensors[first + *again].name + "': the name appears twice");
-    }
-    return {};
+    return refuse_repeated_names(index, first);
 }
 
 } // namespace ringload::torch_zip

@@ -19,11 +19,10 @@ from typing import Any, Callable, Iterator, Optional
 from . import _ringload
 from ._crypto import DecryptionParams, secret_kwargs
 from ._slices import drop_dims, load_slices, normalize_index
-from ._tensors import to_numpy, to_torch, torch_dtype
+from ._tensors import CONVERTIBLE, loaded_dtype, to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
-_CONVERTIBLE = ("float64", "float32", "float16", "bfloat16")
 
 
 def _default_device() -> str:
@@ -111,8 +110,8 @@ class TensorDeserializer(collections.abc.Mapping):
         del plaid_mode, num_readers  # tensorizer's knobs; the engine needs neither
         self._device = _device_text(device if device is not None else _default_device())
         self._dtype = _dtype_name(dtype)
-        if self._dtype is not None and self._dtype not in _CONVERTIBLE:
-            raise ValueError(f"dtype must be one of {', '.join(_CONVERTIBLE)}, not {self._dtype}")
+        if self._dtype is not None and self._dtype not in CONVERTIBLE:
+            raise ValueError(f"dtype must be one of {', '.join(CONVERTIBLE)}, not {self._dtype}")
         self._verify_hash = bool(verify_hash)
         self._slot_size = slot_size
         self._slot_count = (ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0
@@ -306,7 +305,7 @@ class TensorDeserializer(collections.abc.Mapping):
         return wanted if num_tensors < 0 else wanted[:num_tensors]
 
     def _loaded_dtype(self, entry: _Entry) -> str:
-        return self._dtype if self._dtype and entry.dtype in _CONVERTIBLE else entry.dtype
+        return loaded_dtype(entry.dtype, self._dtype)
 
     def _fits(self, entry: _Entry, tensor) -> bool:
         return (tuple(tensor.shape) == entry.shape and _dtype_name(tensor.dtype) == self._loaded_dtype(entry)

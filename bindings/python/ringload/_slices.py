@@ -10,15 +10,8 @@ load_slices below.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
-from ._tensors import to_torch, torch_dtype
-
-_CONVERTIBLE = ("float64", "float32", "float16", "bfloat16")
-
-
-def _loaded_dtype(entry, dtype: Optional[str]) -> str:
-    return dtype if dtype and entry.dtype in _CONVERTIBLE else entry.dtype
+from ._tensors import loaded_dtype, to_torch, torch_dtype
 
 
 def load_slices(engine, entries, requests, device: str, verify: bool, dtype=None) -> tuple[list, int]:
@@ -32,11 +25,11 @@ def load_slices(engine, entries, requests, device: str, verify: bool, dtype=None
     shapes = [tuple(stop - start for start, stop in ranges) for _, ranges in requests]
     if device == "meta":
         import torch
-        return [torch.empty(shape, dtype=torch_dtype(_loaded_dtype(entry, dtype)), device="meta")
+        return [torch.empty(shape, dtype=torch_dtype(loaded_dtype(entry.dtype, dtype)), device="meta")
                 for (entry, _), shape in zip(requests, shapes)], 0
     loaded = engine.load_slices([(entry.index, [(int(a), int(b)) for a, b in ranges]) for entry, ranges in requests],
                                 device=device, dtype=dtype, verify=verify)
-    tensors = [to_torch(loaded, k, _loaded_dtype(entry, dtype), shape)
+    tensors = [to_torch(loaded, k, loaded_dtype(entry.dtype, dtype), shape)
                for k, ((entry, _), shape) in enumerate(zip(requests, shapes))]
     return tensors, loaded.bytes_read
 

@@ -57,3 +57,12 @@ def to_numpy(loaded, k: int, dtype: str, shape: tuple):
     raw = loaded.numpy_array(k, raw=True)
     numpy_dtype = NUMPY_DTYPES.get(dtype, f"V{ITEMSIZE[dtype]}")
     return raw.view(numpy_dtype).reshape(shape), dtype not in NUMPY_DTYPES
+
+
+# Floating dtypes a load converts (dtype=); the others keep their stored type.
+CONVERTIBLE = ("float64", "float32", "float16", "bfloat16")
+
+
+def loaded_dtype(stored: str, wanted) -> str:
+    """The dtype a tensor stored as `stored` has once loaded with dtype=`wanted` (a name or None)."""
+    return wanted if wanted and stored in CONVERTIBLE else stored

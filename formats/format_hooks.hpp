@@ -109,7 +109,7 @@ inline Result<FormatLoadGraph> build_plain_load_graph(const Index& index, std::v
 struct FormatHooks {
     Detection (*detect)(std::span<const std::byte> head, std::uint64_t size_bytes) = nullptr;
     Task<Result<Index>> (*read_index)(Source& source) = nullptr;
-    FormatDescription (*describe)(const Index& index) = nullptr;
+    FormatDescription (*describe)(const Index& index, DescriptionParts parts) = nullptr;
     // Checks every tensor and lays the file out (nothing written yet). The tensors' bytes and
     // the layout's encryption must outlive the graph; tensors with device >= 0 are read
     // through `device`, that device's link.

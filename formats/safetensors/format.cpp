@@ -20,15 +20,18 @@ Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
 }
 
 // The header's __metadata__ (string to string), shown whole.
-FormatDescription describe(const Index& index) {
+FormatDescription describe(const Index& index, DescriptionParts parts) {
+    std::string text = "safetensors, " + std::to_string(index.metadata.size()) + " metadata entries";
+    if (parts == DescriptionParts::text) {
+        return {std::move(text), {}};
+    }
     nlohmann::json metadata = nlohmann::json::object();
     for (const auto& [key, value] : index.metadata) {
         metadata[key] = value;
     }
     nlohmann::json extras;
     extras["metadata"] = std::move(metadata);
-    return {"safetensors, " + std::to_string(index.metadata.size()) + " metadata entries",
-            extras.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+    return {std::move(text), extras.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
 }
 
 Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const TensorToWrite> tensors,

@@ -44,7 +44,12 @@ std::string key_json(const std::string& key) {
 
 // The storages the tensors view, and their byte order. Written as text: a JSON object per
 // storage cost more than reading the index (a million storages).
-FormatDescription describe(const Index& index) {
+FormatDescription describe(const Index& index, DescriptionParts parts) {
+    std::string text = "torch zip, " + std::to_string(index.storages.size()) + " storages, " +
+                       (index.big_endian ? "big" : "little") + "-endian";
+    if (parts == DescriptionParts::text) {
+        return {std::move(text), {}};
+    }
     std::string json = std::string("{\"big_endian\":") + (index.big_endian ? "true" : "false") + ",\"storages\":[";
     for (std::size_t i = 0; i < index.storages.size(); ++i) {
         const auto& storage = index.storages[i];
@@ -53,9 +58,7 @@ FormatDescription describe(const Index& index) {
                 std::string(torch_name(storage.dtype)) + "\",\"key\":" + key_json(storage.key) + "}";
     }
     json += "]}";
-    return {"torch zip, " + std::to_string(index.storages.size()) + " storages, " +
-                (index.big_endian ? "big" : "little") + "-endian",
-            std::move(json)};
+    return {std::move(text), std::move(json)};
 }
 
 Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const TensorToWrite> tensors,

@@ -76,7 +76,7 @@ Task<Result<std::span<const std::byte>>> bytes_at(Source& source, HeldBytes& hel
 
 struct Archive {
     ZipEnd end;
-    std::vector<ZipEntry> entries;
+    std::vector<ZipEntry> entries; // their names view the directory's bytes, which `held` keeps
     std::string prefix;
     NameTable by_name{"data/"};             // name after "<prefix>/" (in entries) -> entries index
     std::vector<std::uint64_t> next_header; // per entry: next local header or directory
@@ -86,6 +86,18 @@ struct Archive {
         return found == NameTable::none ? nullptr : &entries[found];
     }
     std::size_t index_of(const ZipEntry* entry) const { return static_cast<std::size_t>(entry - entries.data()); }
+
+    // The record data/<key> of a storage; its name spelled on the stack (once per tensor).
+    const ZipEntry* find_storage(std::string_view key) const {
+        constexpr std::string_view head = "data/";
+        std::array<char, 64> spelled;
+        if (key.size() > spelled.size() - head.size()) {
+            return find(std::string(head) + std::string(key));
+        }
+        std::copy(head.begin(), head.end(), spelled.begin());
+        std::copy(key.begin(), key.end(), spelled.begin() + head.size());
+        return find(std::string_view(spelled.data(), head.size() + key.size()));
+    }
 };
 
 Result<void> index_archive(Archive& archive) {
@@ -93,8 +105,11 @@ Result<void> index_archive(Archive& archive) {
     archive.prefix = std::move(prefix);
     archive.by_name.reserve(archive.entries.size());
     for (std::size_t i = 0; i < archive.entries.size(); ++i) {
-        // archive_prefix checked that every name starts with "<prefix>/" and none repeats.
-        archive.by_name.insert(std::string_view(archive.entries[i].name).substr(archive.prefix.size() + 1), i);
+        // archive_prefix checked that every name starts with "<prefix>/".
+        const std::string_view name = archive.entries[i].name;
+        if (!archive.by_name.insert(name.substr(archive.prefix.size() + 1), i)) {
+            return zip_error("record '" + std::string(name) + "' appears twice in the central directory");
+        }
     }
     const std::vector<std::size_t> order = entries_by_header_offset(archive.entries);
     archive.next_header.assign(archive.entries.size(), archive.end.directory_offset_bytes);
@@ -118,10 +133,11 @@ Result<void> index_archive(Archive& archive) {
 
 Result<void> check_stored(const ZipEntry& entry) {
     if ((entry.flags & 1) != 0) {
-        return fail(errc::unsupported, "torch zip: record '" + entry.name + "' is encrypted (zip encryption)");
+        return fail(errc::unsupported,
+                    "torch zip: record '" + std::string(entry.name) + "' is encrypted (zip encryption)");
     }
     if (entry.method != 0 || entry.compressed_length_bytes != entry.length_bytes) {
-        return fail(errc::unsupported, "torch zip: record '" + entry.name + "' is compressed (method " +
+        return fail(errc::unsupported, "torch zip: record '" + std::string(entry.name) + "' is compressed (method " +
                                            str(entry.method) +
                                            "); torch.save stores records uncompressed: re-save it with torch.save");
     }
@@ -138,14 +154,14 @@ Result<std::pair<std::uint64_t, std::span<const std::byte>>> record_in(std::span
     RL_TRY(data_offset, local_header_data_offset(region.subspan(static_cast<std::size_t>(at)), entry));
     const std::uint64_t data_at = data_offset - region_offset;
     if (data_at > region.size() || entry.length_bytes > region.size() - data_at) {
-        return zip_error("record '" + entry.name + "': data [" + str(data_offset) + ", +" + str(entry.length_bytes) +
-                         ") runs into the next record");
+        return zip_error("record '" + std::string(entry.name) + "': data [" + str(data_offset) + ", +" +
+                         str(entry.length_bytes) + ") runs into the next record");
     }
     return std::pair{data_offset,
                      region.subspan(static_cast<std::size_t>(data_at), static_cast<std::size_t>(entry.length_bytes))};
 }
 
-Result<std::uint64_t> parse_decimal(std::span<const std::byte> bytes, const std::string& record) {
+Result<std::uint64_t> parse_decimal(std::span<const std::byte> bytes, std::string_view record) {
     std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
         text.remove_suffix(1);
@@ -153,7 +169,7 @@ Result<std::uint64_t> parse_decimal(std::span<const std::byte> bytes, const std:
     std::uint64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) {
-        return zip_error("record '" + record + "' should hold a decimal number, not '" +
+        return zip_error("record '" + std::string(record) + "' should hold a decimal number, not '" +
                          std::string(text.substr(0, 40)) + "'");
     }
     return value;
@@ -258,8 +274,8 @@ Task<Result<void>> read_scattered_small_records(Source& source, HeldBytes& held,
             continue;
         }
         if (entry->length_bytes > small_record_bytes_max) {
-            co_return zip_error("record '" + entry->name + "' has " + str(entry->length_bytes) + " bytes (at most " +
-                                str(small_record_bytes_max) + " expected)");
+            co_return zip_error("record '" + std::string(entry->name) + "' has " + str(entry->length_bytes) +
+                                " bytes (at most " + str(small_record_bytes_max) + " expected)");
         }
         // Header, name, extra (each at most 64 KiB) and the data; not a hostile gap after it.
         const std::uint64_t next = std::min<std::uint64_t>(
@@ -355,7 +371,7 @@ Result<void> check_held_version(const Archive& archive, const HeldBytes& held, c
 Result<void> collect_from_pickle(const Archive& archive, std::span<const std::byte> pickle,
                                  const PickleLimits& pickle_limits, const ReadIndexOptions& options, Index& index) {
     const StorageRecordLength record_length = [&archive](const std::string& key) -> Result<std::uint64_t> {
-        const ZipEntry* entry = archive.find("data/" + key);
+        const ZipEntry* entry = archive.find_storage(key);
         if (entry == nullptr) {
             return zip_error("storage '" + key + "': record '" + archive.prefix + "/data/" + key +
                              "' is missing from the archive");
@@ -380,7 +396,7 @@ Result<void> collect_from_pickle(const Archive& archive, std::span<const std::by
 Task<Result<void>> place_storages(Source& source, HeldBytes& held, const Archive& archive, DataOffsets& offsets,
                                   Index& index) {
     for (auto& storage : index.storages) {
-        const ZipEntry* entry = archive.find("data/" + storage.key);
+        const ZipEntry* entry = archive.find_storage(storage.key);
         const std::size_t i = archive.index_of(entry);
         std::optional<std::uint64_t> offset = offsets.of(i);
         if (!offset) {
@@ -392,7 +408,7 @@ Task<Result<void>> place_storages(Source& source, HeldBytes& held, const Archive
         }
         const std::uint64_t limit = archive.next_header[i];
         if (*offset > limit || entry->length_bytes > limit - *offset) {
-            co_return zip_error("record '" + entry->name + "': data [" + str(*offset) + ", +" +
+            co_return zip_error("record '" + std::string(entry->name) + "': data [" + str(*offset) + ", +" +
                                 str(entry->length_bytes) + ") runs into the next record at " + str(limit));
         }
         storage.data_offset_bytes = *offset;

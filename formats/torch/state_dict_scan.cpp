@@ -10,23 +10,40 @@ namespace ringload::torch_zip {
 
 namespace {
 
-// What a memo slot holds, as far as the fast path needs to know: 12 bytes (torch stores some
-// eight slots per tensor).
+// What a memo slot holds, as far as the fast path needs to know.
 struct Slot {
     enum class Tag : std::uint8_t { empty, other, string, global } tag = Tag::empty;
     std::uint32_t at = 0;     // string: its first byte in the pickle; global: its position in globals
     std::uint32_t length = 0; // string
 };
 
+// A slot as the memo keeps it, in 4 bytes (torch stores some eight slots per tensor: at a
+// million tensors 12-byte slots were 96 MB of fresh memory): the tag in the top two bits, `at`
+// below. A string's length is the BINUNICODE length field just before its first byte.
+constexpr std::uint32_t slot_at_bits = 30;
+constexpr std::uint32_t slot_at_mask = (std::uint32_t{1} << slot_at_bits) - 1;
+
+std::uint32_t packed(const Slot& slot) {
+    return static_cast<std::uint32_t>(slot.tag) << slot_at_bits | slot.at;
+}
+
 class Scanner {
 public:
     Scanner(std::span<const std::byte> in, const PickleLimits& limits) : in_(in), limits_(limits) {}
 
     std::optional<ScannedStateDict> run() {
-        if (in_.size() > std::min<std::size_t>(limits_.pickle_bytes_max, std::numeric_limits<std::uint32_t>::max()) ||
-            !op(0x80) || !op(2) || !root()) {
+        // Positions in the pickle, and so the globals' count, fit a packed slot's 30 bits.
+        if (in_.size() > std::min<std::size_t>(limits_.pickle_bytes_max, slot_at_mask) || !op(0x80) || !op(2) ||
+            !root()) {
             return std::nullopt;
         }
+        // torch spends some 120 bytes of pickle per tensor (a one-byte tensor with a short
+        // name): room for the usual count up front, so a million-entry vector is not regrown.
+        // Likewise the memo: some eight slots per tensor, one every 15 bytes.
+        const std::size_t tensors_expected = in_.size() / 100;
+        out_.tensors.reserve(tensors_expected);
+        out_.dims.reserve(4 * tensors_expected);
+        memo_.reserve(in_.size() / 15);
         while (!op('.')) {
             if (root_ordered_ && at('}')) {
                 if (!metadata() || !op('.')) {
@@ -82,10 +99,14 @@ private:
             return false;
         }
         ++stores_;
-        if (*at >= memo_.size()) {
-            memo_.resize(*at + 1);
+        if (*at == memo_.size()) { // torch's order: the next slot (a resize each time cost 2%)
+            memo_.push_back(packed(slot));
+            return true;
         }
-        memo_[*at] = slot;
+        if (*at > memo_.size()) {
+            memo_.resize(*at + 1, packed(Slot{}));
+        }
+        memo_[*at] = packed(slot);
         return true;
     }
 
@@ -97,10 +118,14 @@ private:
         } else if (op('j')) {
             at = le(4);
         }
-        if (!at || *at >= memo_.size() || memo_[*at].tag != tag) {
+        if (!at || *at >= memo_.size() || memo_[*at] >> slot_at_bits != static_cast<std::uint32_t>(tag)) {
             return std::nullopt;
         }
-        return memo_[*at];
+        Slot slot{tag, memo_[*at] & slot_at_mask, 0};
+        if (tag == Slot::Tag::string) {
+            slot.length = static_cast<std::uint32_t>(load_le(in_, slot.at - 4, 4));
+        }
+        return slot;
     }
 
     std::string_view text_of(const Slot& slot) const {
@@ -122,7 +147,7 @@ private:
     std::span<const std::byte> in_;
     PickleLimits limits_;
     std::size_t pos_ = 0;
-    std::vector<Slot> memo_;
+    std::vector<std::uint32_t> memo_; // packed slots
     std::size_t stores_ = 0;
     ScannedStateDict out_;
     bool root_ordered_ = false;
@@ -135,7 +160,7 @@ std::optional<std::string_view> Scanner::string() {
         if (!length || in_.size() - pos_ < *length) {
             return std::nullopt;
         }
-        // The pickle is at most PickleLimits::pickle_bytes_max (1 GiB, checked in run()): 32 bits.
+        // The pickle is below 2^30 bytes (checked in run()): positions fit a packed slot.
         const Slot slot{Slot::Tag::string, static_cast<std::uint32_t>(pos_), static_cast<std::uint32_t>(*length)};
         pos_ += static_cast<std::size_t>(*length);
         if (!put(slot)) {

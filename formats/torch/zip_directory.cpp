@@ -1,7 +1,6 @@
 // formats/torch/zip_directory.cpp
 #include "formats/torch/zip_directory.hpp"
 
-#include "formats/repeated_name.hpp"
 #include "formats/torch/little_endian.hpp"
 
 #include <algorithm>
@@ -113,7 +112,8 @@ namespace {
 // A central header's 16/32-bit fields that are saturated continue in its zip64 extra field;
 // reads them into `entry` and refuses a multi-disk archive.
 Result<void> apply_zip64_extra(ZipEntry& entry, std::span<const std::byte> extra, std::uint16_t disk,
-                               const std::string& where) {
+                               std::uint64_t record) {
+    const auto where = [record] { return "central directory record " + str(record); };
     // Saturated fields continue in the zip64 extra, in this order (only those saturated).
     const bool want_length = entry.length_bytes == zip_max32;
     const bool want_compressed = entry.compressed_length_bytes == zip_max32;
@@ -125,7 +125,7 @@ Result<void> apply_zip64_extra(ZipEntry& entry, std::span<const std::byte> extra
         const std::uint16_t id = load_le16(extra, at);
         const std::size_t length = load_le16(extra, at + 2);
         if (extra.size() - at - 4 < length) {
-            return zip_error(where + " ('" + entry.name + "'): extra field runs past its end");
+            return zip_error(where() + " ('" + std::string(entry.name) + "'): extra field runs past its end");
         }
         if (id == zip64_extra_id && !found_zip64) {
             found_zip64 = true;
@@ -142,13 +142,14 @@ Result<void> apply_zip64_extra(ZipEntry& entry, std::span<const std::byte> extra
             if ((want_length && !take(entry.length_bytes)) ||
                 (want_compressed && !take(entry.compressed_length_bytes)) ||
                 (want_offset && !take(entry.header_offset_bytes)) || (want_disk && field.size() - next < 4)) {
-                return zip_error(where + " ('" + entry.name + "'): zip64 extra field is too short");
+                return zip_error(where() + " ('" + std::string(entry.name) + "'): zip64 extra field is too short");
             }
         }
         at += 4 + length;
     }
     if (!found_zip64 && (want_length || want_compressed || want_offset)) {
-        return zip_error(where + " ('" + entry.name + "'): saturated size or offset without a zip64 extra field");
+        return zip_error(where() + " ('" + std::string(entry.name) +
+                         "'): saturated size or offset without a zip64 extra field");
     }
     if (want_disk || disk != 0) {
         return fail(errc::unsupported, "torch zip: multi-disk zip archives are not supported");
@@ -170,9 +171,10 @@ Result<std::vector<ZipEntry>> parse_central_directory(std::span<const std::byte>
     entries.reserve(static_cast<std::size_t>(end.entry_count));
     std::size_t pos = 0;
     for (std::uint64_t i = 0; i < end.entry_count; ++i) {
-        const std::string where = "central directory record " + str(i);
+        // Spelled only for a message: a string per record was a tenth of reading the directory.
+        const auto where = [i] { return "central directory record " + str(i); };
         if (directory.size() - pos < central_header_bytes || load_le32(directory, pos) != central_signature) {
-            return zip_error(where + " at offset " + str(end.directory_offset_bytes + pos) +
+            return zip_error(where() + " at offset " + str(end.directory_offset_bytes + pos) +
                              " has no central header signature");
         }
         ZipEntry entry;
@@ -188,15 +190,16 @@ Result<std::vector<ZipEntry>> parse_central_directory(std::span<const std::byte>
         entry.header_offset_bytes = load_le32(directory, pos + 42);
         const std::size_t total = central_header_bytes + name_bytes + extra_bytes + comment_bytes;
         if (directory.size() - pos < total) {
-            return zip_error(where + " runs past the end of the central directory");
+            return zip_error(where() + " runs past the end of the central directory");
         }
-        entry.name.assign(reinterpret_cast<const char*>(directory.data() + pos + central_header_bytes), name_bytes);
+        entry.name = {reinterpret_cast<const char*>(directory.data() + pos + central_header_bytes), name_bytes};
         auto extra = directory.subspan(pos + central_header_bytes + name_bytes, extra_bytes);
-        RL_TRY_VOID(apply_zip64_extra(entry, extra, disk, where));
+        RL_TRY_VOID(apply_zip64_extra(entry, extra, disk, i));
         if (entry.header_offset_bytes >= end.directory_offset_bytes ||
             end.directory_offset_bytes - entry.header_offset_bytes < local_header_bytes + name_bytes) {
-            return zip_error("record '" + entry.name + "': local header at " + str(entry.header_offset_bytes) +
-                             " does not lie before the central directory at " + str(end.directory_offset_bytes));
+            return zip_error("record '" + std::string(entry.name) + "': local header at " +
+                             str(entry.header_offset_bytes) + " does not lie before the central directory at " +
+                             str(end.directory_offset_bytes));
         }
         entries.push_back(std::move(entry));
         pos += total;
@@ -208,7 +211,7 @@ Result<std::string> archive_prefix(const std::vector<ZipEntry>& entries) {
     if (entries.empty()) {
         return zip_error("the zip archive has no records");
     }
-    const std::string& first = entries.front().name;
+    const std::string first(entries.front().name);
     const auto slash = first.find('/');
     if (slash == std::string::npos || slash == 0) {
         return zip_error("record '" + first + "' is not inside an archive folder ('<prefix>/...')");
@@ -217,15 +220,11 @@ Result<std::string> archive_prefix(const std::vector<ZipEntry>& entries) {
     for (const auto& entry : entries) {
         if (entry.name.size() <= prefix.size() + 1 || entry.name.compare(0, prefix.size(), prefix) != 0 ||
             entry.name[prefix.size()] != '/') {
-            return zip_error("record '" + entry.name + "' is outside the archive folder '" + prefix + "/'");
+            return zip_error("record '" + std::string(entry.name) + "' is outside the archive folder '" + prefix +
+                             "/'");
         }
     }
-    const auto again =
-        find_repeated_name(entries.size(), [&](std::size_t i) { return std::string_view(entries[i].name); });
-    if (again) {
-        return zip_error("record '" + entries[*again].name + "' appears twice in the central directory");
-    }
-    return prefix;
+    return prefix; // a name twice: found where the names are indexed (reader.cpp, index_archive)
 }
 
 std::uint64_t torch_data_offset(std::uint64_t header_offset_bytes, std::size_t name_bytes, std::uint64_t length_bytes,
@@ -283,7 +282,8 @@ std::optional<std::vector<std::uint64_t>> torch_layout_data_offsets(const std::v
 }
 
 Result<std::uint64_t> local_header_data_offset(std::span<const std::byte> bytes, const ZipEntry& entry) {
-    const std::string where = "record '" + entry.name + "': local header at " + str(entry.header_offset_bytes);
+    const std::string where =
+        "record '" + std::string(entry.name) + "': local header at " + str(entry.header_offset_bytes);
     if (bytes.size() < local_header_bytes || load_le32(bytes, 0) != local_signature) {
         return zip_error(where + " has no local header signature");
     }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ringload::torch_zip {
@@ -46,7 +47,10 @@ Result<ZipEnd> find_zip_end(std::span<const std::byte> tail, std::uint64_t sourc
 Result<ZipEnd> apply_zip64_end_record(ZipEnd end, std::span<const std::byte> record);
 
 struct ZipEntry {
-    std::string name; // full name, with the archive prefix
+    // The full name, with the archive prefix: a view into the directory bytes given to
+    // parse_central_directory, which must outlive the entries (a million strings were a tenth
+    // of reading the directory).
+    std::string_view name;
     std::uint16_t flags = 0;
     std::uint16_t method = 0;
     std::uint32_t crc32 = 0;
@@ -61,8 +65,8 @@ std::vector<std::size_t> entries_by_header_offset(const std::vector<ZipEntry>& e
 // `directory` holds exactly the central directory's bytes.
 Result<std::vector<ZipEntry>> parse_central_directory(std::span<const std::byte> directory, const ZipEnd& end);
 
-// The first entry's name up to its first '/'; every entry must start with "<prefix>/" and no
-// name may appear twice.
+// The first entry's name up to its first '/'; every entry must start with "<prefix>/" (a name
+// that appears twice is found by the reader's name table, reader.cpp).
 Result<std::string> archive_prefix(const std::vector<ZipEntry>& entries);
 
 // §6.1: where torch.save put the data of a record whose local header is at header_offset.

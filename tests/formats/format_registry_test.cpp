@@ -181,18 +181,26 @@ TEST(FormatRegistry, DescriptionsSayWhatInfoPrints) {
     index.format = &tensorizer::format;
     index.data_version = 3;
     index.encrypted = true;
-    EXPECT_EQ(tensorizer::format.hooks->describe(index).text, "tensorizer, data version 3, feature flags: encrypted");
-    EXPECT_EQ(tensorizer::format.hooks->describe(index).json, "{}");
+    EXPECT_EQ(tensorizer::format.hooks->describe(index, DescriptionParts::text_and_json).text,
+              "tensorizer, data version 3, feature flags: encrypted");
+    EXPECT_EQ(tensorizer::format.hooks->describe(index, DescriptionParts::text_and_json).json, "{}");
 
     index.metadata = {{"format", "pt"}};
-    EXPECT_EQ(safetensors::format.hooks->describe(index).text, "safetensors, 1 metadata entries");
-    EXPECT_EQ(safetensors::format.hooks->describe(index).json, R"({"metadata":{"format":"pt"}})");
+    EXPECT_EQ(safetensors::format.hooks->describe(index, DescriptionParts::text_and_json).text,
+              "safetensors, 1 metadata entries");
+    EXPECT_EQ(safetensors::format.hooks->describe(index, DescriptionParts::text_and_json).json,
+              R"({"metadata":{"format":"pt"}})");
 
     index.storages = {{"0", DType::float16, 64, 8}};
     index.big_endian = true;
-    EXPECT_EQ(torch_zip::format.hooks->describe(index).text, "torch zip, 1 storages, big-endian");
-    EXPECT_EQ(torch_zip::format.hooks->describe(index).json,
+    EXPECT_EQ(torch_zip::format.hooks->describe(index, DescriptionParts::text_and_json).text,
+              "torch zip, 1 storages, big-endian");
+    EXPECT_EQ(torch_zip::format.hooks->describe(index, DescriptionParts::text_and_json).json,
               R"({"big_endian":true,"storages":[{"bytes":8,"data_offset":64,"dtype":"float16","key":"0"}]})");
+    // `info` without --json asks for the text alone: the same line, no JSON built.
+    const FormatDescription text_only = torch_zip::format.hooks->describe(index, DescriptionParts::text);
+    EXPECT_EQ(text_only.text, "torch zip, 1 storages, big-endian");
+    EXPECT_EQ(text_only.json, "");
 }
 
 } // namespace

@@ -17,11 +17,11 @@ std::string format_names_text(bool Format::*property) {
     return formats::names_text(property);
 }
 
-FormatDescription describe_format(const Index& index) {
+FormatDescription describe_format(const Index& index, DescriptionParts parts) {
     if (index.format == nullptr) {
         return {"unknown", "{}"}; // an Index built by hand
     }
-    return index.format->hooks->describe(index);
+    return index.format->hooks->describe(index, parts);
 }
 
 } // namespace ringload

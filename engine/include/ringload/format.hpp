@@ -28,6 +28,10 @@ struct FormatDescription {
     std::string json = {}; // members `info --json` adds, as one JSON object's text ("{}": none)
 };
 
+// Which parts of a FormatDescription to fill: `info` without --json needs the text alone (the
+// JSON of a million torch storages cost a tenth of `info`).
+enum class DescriptionParts { text, text_and_json };
+
 struct Format {
     // "tensorizer", "safetensors", "torch": printed (`info`, `load --json`, errors) and what
     // `convert --to` and the Python `format=` arguments accept.

@@ -29,6 +29,7 @@ std::string format_names_text(bool Format::*property = nullptr);
 
 // What `ringload info` says of the file's format: its first line and its `--json` extras
 // (tensorizer: data version and flags; safetensors: __metadata__; torch: storages, byte order).
-FormatDescription describe_format(const Index& index);
+// With DescriptionParts::text the json is left empty.
+FormatDescription describe_format(const Index& index, DescriptionParts parts = DescriptionParts::text_and_json);
 
 } // namespace ringload

@@ -1,6 +1,6 @@
 // bindings/cli/bench_model.cpp
 //
-// `ringload bench model --shape gpt2-xl|llama3-8b|tiny [--dtype T] [--to FORMAT] OUT`: writes a
+// `ringload bench model --shape gpt2-xl|llama3-8b|llama-1b|tiny [--dtype T] [--to FORMAT] OUT`: writes a
 // synthetic checkpoint with a real model's tensor names and shapes (bench_shapes.hpp), in any
 // of the three formats, through the same writers as `convert`.
 //

@@ -20,6 +20,9 @@ constexpr ModelShape gpt2_xl{48, 1600, 50257, 1024};
 constexpr ModelShape tiny{2, 64, 1000, 128};
 // Meta-Llama-3-8B: 8.03e9 parameters, 16 GB in float16 (the >= 8 GiB GPU benchmark's model).
 constexpr ModelShape llama3_8b{32, 4096, 128256, 0, Family::llama, 1024, 14336};
+// A Llama of 337e6 parameters, 1.35 GB in float32, that vLLM's CPU build serves (16 heads of
+// 64, 4 KV heads): the vLLM benchmark's model (bench/vllm_load.py writes its config.json).
+constexpr ModelShape llama_1b{18, 1024, 32000, 0, Family::llama, 256, 4096};
 
 void add_layer_norm(std::vector<TensorSpec>& out, const std::string& prefix, std::uint32_t hidden) {
     // Freshly initialised layer norms are the identity: weight 1, bias 0.
@@ -83,6 +86,9 @@ std::vector<TensorSpec> model_tensors(std::string_view shape) {
     if (shape == "llama3-8b") {
         return llama_tensors(llama3_8b);
     }
+    if (shape == "llama-1b") {
+        return llama_tensors(llama_1b);
+    }
     if (shape == "tiny") {
         return gpt2_tensors(tiny);
     }
@@ -90,7 +96,7 @@ std::vector<TensorSpec> model_tensors(std::string_view shape) {
 }
 
 std::string_view model_shape_names() {
-    return "gpt2-xl|llama3-8b|tiny";
+    return "gpt2-xl|llama3-8b|llama-1b|tiny";
 }
 
 std::uint64_t element_count(const TensorSpec& tensor) {

@@ -29,7 +29,7 @@ struct TensorSpec {
 // GPT-2 layers of width 64: the smoke test's model); empty for any other name.
 std::vector<TensorSpec> model_tensors(std::string_view shape);
 
-// The shape names model_tensors knows, for usage messages: "gpt2-xl|llama3-8b|tiny".
+// The shape names model_tensors knows, for usage messages: "gpt2-xl|llama3-8b|llama-1b|tiny".
 std::string_view model_shape_names();
 
 std::uint64_t element_count(const TensorSpec& tensor);

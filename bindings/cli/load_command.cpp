@@ -30,6 +30,13 @@ const std::map<std::string, Prefault>& prefault_modes() {
     return modes;
 }
 
+// --placement's words.
+const std::map<std::string, Placement>& placements() {
+    static const std::map<std::string, Placement> placements{
+        {"auto", Placement::automatic}, {"arena", Placement::arena}, {"mapped", Placement::mapped_file}};
+    return placements;
+}
+
 struct LoadArgs {
     std::string uri;
     std::string device = "cpu";
@@ -43,6 +50,7 @@ struct LoadArgs {
     std::size_t slot_size_bytes = 0;
     std::size_t threads = 0;
     std::string prefault = "auto";
+    std::string placement = "auto";
     NetworkArgs network;
     KeyFileArgs keys;
 };
@@ -126,6 +134,7 @@ int run_load(const LoadArgs& args) {
     options.slot_size_bytes = args.slot_size_bytes;
     options.worker_threads = args.threads;
     options.prefault = prefault_modes().at(args.prefault); // CLI11 let only these through
+    options.placement = placements().at(args.placement);
     if (!args.filter.empty()) {
         std::regex pattern;
         try {
@@ -195,6 +204,12 @@ Run add_load_command(CLI::App& app) {
                      "When destination memory is faulted in: auto (ahead in the background for files, "
                      "on touch for network sources), background (true) or on-touch (false)")
         ->check(CLI::IsMember(prefault_modes()));
+    command
+        ->add_option("--placement", args->placement,
+                     "Where the tensors land on the CPU: auto (a local safetensors file's own pages where "
+                     "possible, else the load's memory), arena (the load's memory, through the ring) or "
+                     "mapped (the file's pages, or fail saying why not)")
+        ->check(CLI::IsMember(placements()));
     add_network_options(*command, args->network);
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };

@@ -1,14 +1,22 @@
 // engine/src/host_arena.cpp
 #include "ringload/host_arena.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <string>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 // Linux 5.14; older glibc headers lack the name
+#endif
 #ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 // Linux 5.14; older glibc headers lack the name
+#define MADV_POPULATE_WRITE 23
 #endif
 
 namespace ringload {
@@ -45,19 +53,78 @@ Result<std::shared_ptr<HostArena>> HostArena::create(std::size_t size_bytes) {
     if (huge) {
         (void)::madvise(memory, mapped, MADV_HUGEPAGE);
     }
-    return std::shared_ptr<HostArena>(new HostArena(static_cast<std::byte*>(memory), mapped, size_bytes));
+    auto* base = static_cast<std::byte*>(memory);
+    return std::shared_ptr<HostArena>(new HostArena(base, mapped, base, size_bytes, false));
 }
 
-HostArena::HostArena(std::byte* data, std::size_t mapped_bytes, std::size_t size_bytes)
-    : data_(data), mapped_bytes_(mapped_bytes), size_bytes_(size_bytes) {}
+Result<std::shared_ptr<HostArena>> HostArena::map_file(const std::string& path, std::uint64_t offset_bytes,
+                                                       std::size_t length_bytes, std::uint64_t expected_size_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return fail(errc::io_error, path + ": cannot open it to map its tensors: " + std::strerror(errno));
+    }
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || static_cast<std::uint64_t>(status.st_size) != expected_size_bytes) {
+        ::close(fd);
+        return fail(errc::io_error, path + ": the file changed size since its index was read (" +
+                                        std::to_string(expected_size_bytes) + " bytes then)");
+    }
+    // mmap wants a page-aligned file offset: map from the page that holds `offset`.
+    const std::uint64_t page_offset = offset_bytes & ~std::uint64_t{4095};
+    const std::size_t lead = static_cast<std::size_t>(offset_bytes - page_offset);
+    const std::size_t mapped = std::max<std::size_t>(lead + length_bytes, 1);
+    void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, static_cast<off_t>(page_offset));
+    if (memory == MAP_FAILED) {
+        const int error = errno;
+        ::close(fd);
+        return fail(errc::io_error,
+                    path + ": cannot map " + std::to_string(length_bytes) + " bytes of it: " + std::strerror(error));
+    }
+    // Ask for the whole range at once: the kernel reads it in large requests while the first
+    // tensors are waited for (page faults alone read ahead a few hundred KiB at a time).
+    (void)::posix_fadvise(fd, static_cast<off_t>(page_offset), static_cast<off_t>(mapped), POSIX_FADV_WILLNEED);
+    (void)::madvise(memory, mapped, MADV_WILLNEED);
+    ::close(fd); // the mapping keeps the file
+    auto* base = static_cast<std::byte*>(memory);
+    return std::shared_ptr<HostArena>(new HostArena(base, mapped, base + lead, length_bytes, true));
+}
+
+Result<void> HostArena::read_in(std::size_t offset_bytes, std::size_t length_bytes) const {
+    if (!mapped_file_ || length_bytes == 0) {
+        return {};
+    }
+    std::byte* begin = data_ + offset_bytes;
+    auto* page = reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(begin) & ~std::uintptr_t{4095});
+    const std::size_t length = static_cast<std::size_t>(begin - page) + length_bytes;
+    if (::madvise(page, length, MADV_POPULATE_READ) == 0) {
+        return {};
+    }
+    if (errno == EINVAL) { // a kernel before 5.14: read one byte per page (a cut file then faults)
+        for (std::size_t at = 0; at < length; at += 4096) {
+            (void)*reinterpret_cast<volatile const unsigned char*>(page + at);
+        }
+        return {};
+    }
+    return fail(errc::io_error, "reading the mapped file's bytes [" + std::to_string(offset_bytes) + ", +" +
+                                    std::to_string(length_bytes) + ") failed (" + std::strerror(errno) +
+                                    (errno == EFAULT ? ": the file was cut short while it was loaded)" : ")"));
+}
+
+HostArena::HostArena(std::byte* map_base, std::size_t mapped_bytes, std::byte* data, std::size_t size_bytes,
+                     bool mapped_file)
+    : map_base_(map_base),
+      data_(data),
+      mapped_file_(mapped_file),
+      mapped_bytes_(mapped_bytes),
+      size_bytes_(size_bytes) {}
 
 HostArena::~HostArena() {
     join_prefault();
-    ::munmap(data_, mapped_bytes_);
+    ::munmap(map_base_, mapped_bytes_);
 }
 
 void HostArena::prefault_in_background() {
-    if (prefault_thread_.joinable() || size_bytes_ == 0) {
+    if (prefault_thread_.joinable() || size_bytes_ == 0 || mapped_file_) {
         return;
     }
     prefault_thread_ = std::thread([data = data_, length = size_bytes_] {

@@ -220,6 +220,16 @@ void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layo
 
 Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options, const LoadLayout& layout,
                                                      WorkerPool& pool) {
+    if (options.placement != Placement::arena) {
+        const std::optional<std::string> why_not = why_not_mapped(options, layout);
+        if (!why_not) {
+            return load_mapped(options, layout);
+        }
+        if (options.placement == Placement::mapped_file) {
+            return fail(errc::unsupported,
+                        source_name() + ": cannot leave the tensors in the file's pages: " + *why_not);
+        }
+    }
     RL_TRY(ring_in_use, ring_for(options));
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(layout.owned_bytes, 1)));
     const std::string_view prefault_how = start_prefault(options, *arena);
@@ -305,6 +315,11 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
 Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                                 int ordinal) {
     const bool views = index.format->tensors_view_storages;
+    if (options.placement == Placement::mapped_file && (views || ordinal != gpu::cpu_ordinal)) {
+        return fail(errc::unsupported, source_name() + ": cannot leave the tensors in the file's pages: " +
+                                           (views ? "torch zip tensors are views of storages, loaded through them"
+                                                  : "the load is for " + options.device + ", not the CPU"));
+    }
     if (ordinal == gpu::cpu_ordinal) {
         return views ? load_storages_to_host(options, layout, pool) : load_to_host(options, layout, pool);
     }
@@ -327,6 +342,7 @@ const std::string& Deserializer::uri() const noexcept {
 Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions options) {
     auto impl = std::make_unique<Impl>();
     impl->uri = std::string(uri);
+    impl->read_mode = options.read_mode;
     if (is_remote_uri(uri)) {
         RL_TRY(source, run_on_loop(impl->loop, open_remote_source(impl->loop, impl->uri, options.network)));
         impl->source = std::move(source);
@@ -351,8 +367,13 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     }
     // The ring is allocated, pre-faulted and registered once per deserializer, here, so that
     // loads (a server may run many) start reading at once. A load with other ring options
-    // replaces it.
-    RL_TRY_VOID(impl->ring_for(LoadOptions{}));
+    // replaces it. Not for a file whose loads will map it (Placement::automatic): there 128
+    // MiB of fresh memory would be zeroed for nothing (the first ring load makes it).
+    const bool will_map = !is_remote_uri(uri) && impl->index.format->name == "safetensors" &&
+                          impl->read_mode == ReadMode::automatic;
+    if (!will_map) {
+        RL_TRY_VOID(impl->ring_for(LoadOptions{}));
+    }
     return Deserializer(std::move(impl));
 }
 

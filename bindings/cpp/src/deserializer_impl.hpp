@@ -75,6 +75,7 @@ struct Deserializer::Impl {
     std::shared_ptr<void> ring_pinned;                // the ring page-locked for CUDA, once a GPU load needs it
     std::map<int, std::unique_ptr<DeviceLink>> links; // by CUDA ordinal, opened by the first load there
     std::optional<tensorizer::KeyResolver> keys;
+    ReadMode read_mode = ReadMode::automatic; // as opened: a chosen one keeps loads on the ring
 
     ~Impl() {
         links.clear();
@@ -91,6 +92,10 @@ struct Deserializer::Impl {
     // The load on `ordinal` (the CPU or a CUDA device) the file's format calls for.
     Result<LoadedModel> load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool, int ordinal);
     Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
+    // Placement::mapped_file (mapped_load.cpp): why this load cannot leave its tensors in the
+    // file's pages, or nothing when it can; and that load.
+    std::optional<std::string> why_not_mapped(const LoadOptions& options, const LoadLayout& layout) const;
+    Result<LoadedModel> load_mapped(const LoadOptions& options, const LoadLayout& layout);
     Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                        int ordinal);
     // torch zip: the storages the wanted tensors view are read into one block, and the

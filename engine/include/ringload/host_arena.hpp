@@ -8,6 +8,10 @@
 //     arena->prefault_in_background();       // returns at once
 //     std::byte* dst = arena->data() + offset;
 //
+// Or a local file's own pages, mapped copy-on-write (map_file): tensors then live in the page
+// cache with no copy and no zeroed memory of the load's own, the kernel reading the file ahead
+// (safetensors' way, with the whole range asked for at once).
+//
 // Thread: any. The memory stays valid while a shared_ptr to the arena lives; tensors handed
 // to callers keep it alive.
 #pragma once
@@ -26,6 +30,12 @@ public:
     static constexpr std::size_t tensor_alignment_bytes = 64;
 
     static Result<std::shared_ptr<HostArena>> create(std::size_t size_bytes);
+    // The bytes [offset, offset + length) of the file at `path`, mapped privately (a write
+    // to a tensor copies its page; the file never changes), data() at `offset`. A file whose
+    // size is no longer `expected_size_bytes` (the size its index was read at) is refused.
+    // The kernel starts reading the whole range ahead at once.
+    static Result<std::shared_ptr<HostArena>> map_file(const std::string& path, std::uint64_t offset_bytes,
+                                                       std::size_t length_bytes, std::uint64_t expected_size_bytes);
     ~HostArena();
     HostArena(const HostArena&) = delete;
     HostArena& operator=(const HostArena&) = delete;
@@ -37,11 +47,18 @@ public:
     void prefault_in_background();
     // Waits for the background pre-fault (if any) to finish.
     void join_prefault();
+    // A mapped file's bytes [offset, offset + length) of data(): returns once they are read
+    // and mapped in (the file's pages, read ahead by the kernel). An I/O error, or a file cut
+    // short since it was mapped, is an error here rather than a SIGBUS later.
+    Result<void> read_in(std::size_t offset_bytes, std::size_t length_bytes) const;
+    bool is_mapped_file() const noexcept { return mapped_file_; }
 
 private:
-    HostArena(std::byte* data, std::size_t mapped_bytes, std::size_t size_bytes);
+    HostArena(std::byte* map_base, std::size_t mapped_bytes, std::byte* data, std::size_t size_bytes, bool mapped_file);
 
+    std::byte* map_base_ = nullptr;
     std::byte* data_ = nullptr;
+    bool mapped_file_ = false;
     std::size_t mapped_bytes_ = 0;
     std::size_t size_bytes_ = 0;
     std::thread prefault_thread_;

@@ -75,6 +75,22 @@ enum class Prefault {
     on_touch,   // never ahead: each page when first written
 };
 
+// Where a host load's tensors land.
+enum class Placement {
+    // The file's own pages where a local file allows it (below), else the load's arena. In a
+    // server's conditions (one bound core, a CPU quota, busy cores, memory the machine has
+    // not handed out yet) the copy from the ring and the zeroing of fresh arena pages were
+    // what made a load slower than safetensors' mapped reads (docs/benchmarks.md).
+    automatic,
+    arena, // the load's own memory, filled through the ring (O_DIRECT reads, worker copies)
+    // The file mapped copy-on-write, its pages read ahead by the kernel and handed over as
+    // they arrive: no copy, no memory of the load's own. Only for an unencrypted local file on
+    // the CPU whose tensors load as stored (no dtype, verify_hashes or destination) and lie at
+    // multiples of their element size (safetensors); anything else fails saying why. The
+    // tensors stay the file's pages: a file truncated while they live makes reading them fault.
+    mapped_file,
+};
+
 struct StreamedTensor;
 
 struct LoadOptions {
@@ -89,6 +105,7 @@ struct LoadOptions {
     // (see docs/benchmarks.md): there a background thread faults the arena in ahead of the
     // copies, so the workers only copy.
     Prefault prefault = Prefault::automatic;
+    Placement placement = Placement::automatic;
     std::function<bool(const TensorInfo&)> filter; // empty: every tensor
     // The wanted tensors by their position in index().tensors, ascending, without repeats:
     // a load of a few tensors of a large index (safe_open's get_tensor on a mixture of experts)

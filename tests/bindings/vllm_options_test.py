@@ -20,6 +20,11 @@ def test_no_options_read_the_model_folder():
     assert options.uris == [] and options.stream_kwargs == {}
 
 
+def test_extra_config_must_be_a_dict():
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        weights.parse_options('{"uri": "x"}')
+
+
 def test_options_map_to_stream_tensors():
     options = weights.parse_options({"uri": "s3://b/k.tensors", "verify_hash": True, "connections": 8,
                                      "s3_endpoint": "http://127.0.0.1:9000", "timeout": 5.5, "threads": 0})

@@ -78,6 +78,9 @@ def parse_options(extra_config) -> LoaderOptions:
     """Checks every option (an unknown one is refused with the list of known ones, since a
     typo would otherwise be ignored silently) and reads the key or passphrase file now, so
     that a missing one fails before any weights are read."""
+    if extra_config is not None and not isinstance(extra_config, dict):
+        raise ValueError("ringload: model_loader_extra_config must be a JSON object (a dict), not "
+                         f"{type(extra_config).__name__}")
     config = dict(extra_config or {})
     unknown = sorted(set(config) - set(OPTIONS))
     if unknown:

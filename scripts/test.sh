@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/setup_vllm.sh # the real vLLM of the vllm test (~6 GB, several minutes the first time)
 
 for preset in dev asan tsan; do
     echo "=== $preset: configure, build, test"

@@ -87,7 +87,9 @@ enum class Placement {
     // they arrive: no copy, no memory of the load's own. Only for an unencrypted local file on
     // the CPU whose tensors load as stored (no dtype, verify_hashes or destination) and lie at
     // multiples of their element size (safetensors); anything else fails saying why. The
-    // tensors stay the file's pages: a file truncated while they live makes reading them fault.
+    // tensors stay the file's pages, as safetensors' own mapped tensors do: a file rewritten in
+    // place (not replaced by a rename) while they live shows its new bytes through them, and
+    // one truncated makes reading them fault. Take `arena` for tensors kept that long.
     mapped_file,
 };
 

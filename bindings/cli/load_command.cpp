@@ -206,9 +206,8 @@ Run add_load_command(CLI::App& app) {
         ->check(CLI::IsMember(prefault_modes()));
     command
         ->add_option("--placement", args->placement,
-                     "Where the tensors land on the CPU: auto (a local safetensors file's own pages where "
-                     "possible, else the load's memory), arena (the load's memory, through the ring) or "
-                     "mapped (the file's pages, or fail saying why not)")
+                     "Where the tensors land on the CPU: auto (for now the arena), arena (the load's memory, "
+                     "through the ring) or mapped (a local safetensors file's own pages, or fail saying why)")
         ->check(CLI::IsMember(placements()));
     add_network_options(*command, args->network);
     add_key_file_options(*command, args->keys, "", "to decrypt with");

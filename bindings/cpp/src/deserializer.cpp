@@ -220,15 +220,12 @@ void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layo
 
 Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options, const LoadLayout& layout,
                                                      WorkerPool& pool) {
-    if (options.placement != Placement::arena) {
-        const std::optional<std::string> why_not = why_not_mapped(options, layout);
-        if (!why_not) {
-            return load_mapped(options, layout);
-        }
-        if (options.placement == Placement::mapped_file) {
+    if (options.placement == Placement::mapped_file) {
+        if (const std::optional<std::string> why_not = why_not_mapped(options, layout)) {
             return fail(errc::unsupported,
                         source_name() + ": cannot leave the tensors in the file's pages: " + *why_not);
         }
+        return load_mapped(options, layout);
     }
     RL_TRY(ring_in_use, ring_for(options));
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(layout.owned_bytes, 1)));
@@ -342,7 +339,6 @@ const std::string& Deserializer::uri() const noexcept {
 Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions options) {
     auto impl = std::make_unique<Impl>();
     impl->uri = std::string(uri);
-    impl->read_mode = options.read_mode;
     if (is_remote_uri(uri)) {
         RL_TRY(source, run_on_loop(impl->loop, open_remote_source(impl->loop, impl->uri, options.network)));
         impl->source = std::move(source);
@@ -367,13 +363,8 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     }
     // The ring is allocated, pre-faulted and registered once per deserializer, here, so that
     // loads (a server may run many) start reading at once. A load with other ring options
-    // replaces it. Not for a file whose loads will map it (Placement::automatic): there 128
-    // MiB of fresh memory would be zeroed for nothing (the first ring load makes it).
-    const bool will_map = !is_remote_uri(uri) && impl->index.format->name == "safetensors" &&
-                          impl->read_mode == ReadMode::automatic;
-    if (!will_map) {
-        RL_TRY_VOID(impl->ring_for(LoadOptions{}));
-    }
+    // replaces it.
+    RL_TRY_VOID(impl->ring_for(LoadOptions{}));
     return Deserializer(std::move(impl));
 }
 

@@ -75,7 +75,6 @@ struct Deserializer::Impl {
     std::shared_ptr<void> ring_pinned;                // the ring page-locked for CUDA, once a GPU load needs it
     std::map<int, std::unique_ptr<DeviceLink>> links; // by CUDA ordinal, opened by the first load there
     std::optional<tensorizer::KeyResolver> keys;
-    ReadMode read_mode = ReadMode::automatic; // as opened: a chosen one keeps loads on the ring
 
     ~Impl() {
         links.clear();

@@ -29,9 +29,6 @@ std::optional<std::string> Deserializer::Impl::why_not_mapped(const LoadOptions&
         // torch zip tensors are views of storages, loaded through them.
         return "only safetensors files are mapped, this is a " + std::string(index.format_name()) + " file";
     }
-    if (options.placement == Placement::automatic && read_mode != ReadMode::automatic) {
-        return "a read mode was chosen when the file was opened (OpenOptions::read_mode)";
-    }
     if (options.verify_hashes) {
         return "verify_hashes reads every byte through the hash stages";
     }

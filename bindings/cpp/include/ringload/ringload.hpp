@@ -77,10 +77,9 @@ enum class Prefault {
 
 // Where a host load's tensors land.
 enum class Placement {
-    // The file's own pages where a local file allows it (below), else the load's arena. In a
-    // server's conditions (one bound core, a CPU quota, busy cores, memory the machine has
-    // not handed out yet) the copy from the ring and the zeroing of fresh arena pages were
-    // what made a load slower than safetensors' mapped reads (docs/benchmarks.md).
+    // The arena, for now: the file's pages were the fastest at best but far less steady than
+    // the arena or safetensors on a quiet machine (docs/benchmarks.md, "A load in a server's
+    // conditions"), so they are used only when asked for.
     automatic,
     arena, // the load's own memory, filled through the ring (O_DIRECT reads, worker copies)
     // The file mapped copy-on-write, its pages read ahead by the kernel and handed over as

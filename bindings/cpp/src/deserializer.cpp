@@ -220,13 +220,6 @@ void Deserializer::Impl::fill_tensors(LoadedModel& model, const LoadLayout& layo
 
 Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options, const LoadLayout& layout,
                                                      WorkerPool& pool) {
-    if (options.placement == Placement::mapped_file) {
-        if (const std::optional<std::string> why_not = why_not_mapped(options, layout)) {
-            return fail(errc::unsupported,
-                        source_name() + ": cannot leave the tensors in the file's pages: " + *why_not);
-        }
-        return load_mapped(options, layout);
-    }
     RL_TRY(ring_in_use, ring_for(options));
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(layout.owned_bytes, 1)));
     const std::string_view prefault_how = start_prefault(options, *arena);
@@ -312,10 +305,12 @@ Result<LoadedModel> Deserializer::Impl::load_to_device(const LoadOptions& option
 Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                                 int ordinal) {
     const bool views = index.format->tensors_view_storages;
-    if (options.placement == Placement::mapped_file && (views || ordinal != gpu::cpu_ordinal)) {
-        return fail(errc::unsupported, source_name() + ": cannot leave the tensors in the file's pages: " +
-                                           (views ? "torch zip tensors are views of storages, loaded through them"
-                                                  : "the load is for " + options.device + ", not the CPU"));
+    if (options.placement == Placement::mapped_file) {
+        if (const std::optional<std::string> why_not = why_not_mapped(options, layout, ordinal)) {
+            return fail(errc::unsupported,
+                        source_name() + ": cannot leave the tensors in the file's pages: " + *why_not);
+        }
+        return load_mapped(options, layout);
     }
     if (ordinal == gpu::cpu_ordinal) {
         return views ? load_storages_to_host(options, layout, pool) : load_to_host(options, layout, pool);

@@ -93,7 +93,7 @@ struct Deserializer::Impl {
     Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
     // Placement::mapped_file (mapped_load.cpp): why this load cannot leave its tensors in the
     // file's pages, or nothing when it can; and that load.
-    std::optional<std::string> why_not_mapped(const LoadOptions& options, const LoadLayout& layout) const;
+    std::optional<std::string> why_not_mapped(const LoadOptions& options, const LoadLayout& layout, int ordinal) const;
     Result<LoadedModel> load_mapped(const LoadOptions& options, const LoadLayout& layout);
     Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                        int ordinal);

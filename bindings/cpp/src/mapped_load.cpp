@@ -7,6 +7,7 @@
 // those were what made the arena path slower than safetensors' mapped reads
 // (docs/benchmarks.md, "A load in a server's conditions").
 #include "deserializer_impl.hpp"
+#include "gpu/device_name.hpp"
 #include "tensor_handover.hpp"
 #include "uri.hpp"
 
@@ -19,8 +20,11 @@
 
 namespace ringload {
 
-std::optional<std::string> Deserializer::Impl::why_not_mapped(const LoadOptions& options,
-                                                              const LoadLayout& layout) const {
+std::optional<std::string> Deserializer::Impl::why_not_mapped(const LoadOptions& options, const LoadLayout& layout,
+                                                              int ordinal) const {
+    if (ordinal != gpu::cpu_ordinal) {
+        return "the load is for " + options.device + ", not the CPU";
+    }
     if (is_remote_uri(uri)) {
         return "it is not a local file";
     }

@@ -193,17 +193,20 @@ void BufferRing::release(std::uint32_t index) noexcept {
     if (poison_released_slots()) {
         std::memset(memory_ + std::size_t{index} * options_.slot_size_bytes, 0xA5, options_.slot_size_bytes);
     }
-    bool wake = false;
-    {
-        std::lock_guard lock(mutex_);
-        free_.push_back(index);
-        wake = waiters_ > 0;
-    }
-    // Waiters registered under the lock before sleeping on the timer, on the loop thread, so
-    // this posted wake-up runs after their wait began. Without waiters nothing is posted, so
-    // a ring with no run in progress never leaves a handler behind.
-    if (wake) {
-        asio::post(loop_, [this] { slot_released_.cancel(); });
+    // The wake-up is posted under the lock: once the slot is seen free, a waiter may finish
+    // the run and destroy the ring, so nothing here may touch `this` after the unlock. The
+    // handler checks the ring is still alive: it may run after the run ended and the ring
+    // was destroyed, when the loop runs again (it runs on the loop thread, as the
+    // destructor does). Without waiters nothing is posted, so a ring with no run in progress
+    // never leaves a handler behind.
+    std::lock_guard lock(mutex_);
+    free_.push_back(index);
+    if (waiters_ > 0) {
+        asio::post(loop_, [this, alive = std::weak_ptr<void>(alive_)] {
+            if (!alive.expired()) {
+                slot_released_.cancel();
+            }
+        });
     }
 }
 

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -105,6 +106,7 @@ private:
     std::uint32_t waiters_ = 0;        // guarded by mutex_
     asio::steady_timer slot_released_; // loop only: waiters sleep on it, releases cancel it
     std::optional<asio::buffer_registration<std::vector<asio::mutable_buffer>>> registration_;
+    std::shared_ptr<void> alive_ = std::make_shared<char>(); // wake-ups posted by releases check it
 };
 
 } // namespace ringload

@@ -23,6 +23,9 @@ Conditions:
   warm        two cores, the load's memory touched once and freed just before (the others
               are cold: nothing touched first)
 
+Beside the two loaders, "disk" is fio reading the same file with O_DIRECT in the same
+condition: the floor neither loader can go under with a cold page cache.
+
 Prints one line per run and a table: median [min-max] per loader, safetensors' median over
 ringload's, and whether every ringload run beat safetensors' median (the goal of issue #25:
 a ratio of at least 1.3 in every condition, no ringload run slower than safetensors' median).
@@ -39,12 +42,12 @@ import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CONDITIONS = ["two-cores", "one-core", "quota", "busy", "warm"]
-LOADERS = ["ringload", "safetensors"]
+LOADERS = ["ringload", "safetensors", "disk"]
 
 # The child: one cold load, timed until every page has been read; prints the seconds.
 CHILD = r"""
 import os, sys, time, mmap
-loader, path, warm_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+loader, path, warm_bytes, placement = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 import torch
 if warm_bytes:
     block = mmap.mmap(-1, warm_bytes)
@@ -57,7 +60,7 @@ with open("/proc/sys/vm/drop_caches", "w") as f:
 start = time.perf_counter()
 if loader == "ringload":
     import ringload
-    tensors = ringload.load_file(path)
+    tensors = ringload.load_file(path, placement=placement)
 else:
     import safetensors.torch
     tensors = safetensors.torch.load_file(path)
@@ -75,6 +78,8 @@ def parse_args():
     parser.add_argument("--runs", type=int, default=5, help="runs per loader and condition")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     parser.add_argument("--ringload", default=os.path.join(ROOT, "build", "release", "bindings", "cli", "ringload"))
+    parser.add_argument("--placement", default="auto", choices=["auto", "arena", "mapped"],
+                        help="ringload's placement (ringload.load_file's placement=)")
     parser.add_argument("--json", help="write the runs here")
     return parser.parse_args()
 
@@ -118,8 +123,24 @@ class Quota:
             pass
 
 
-def run_one(loader, path, condition, quota, file_bytes):
-    command = [sys.executable, "-c", CHILD, loader, path, str(file_bytes if condition == "warm" else 0)]
+# The disk's floor in the same condition: fio reading the file with O_DIRECT (no page cache,
+# no fresh memory to fault in beyond its own buffers), 4 MiB requests 16 deep, cold cache.
+FIO = ["fio", "--name=disk", "--rw=read", "--bs=4M", "--iodepth=16", "--ioengine=io_uring", "--direct=1",
+       "--readonly", "--output-format=json"]
+
+
+def parse_fio(stdout):
+    job = json.loads(stdout[stdout.index("{"):])["jobs"][0]["read"]
+    return job["runtime"] / 1000.0
+
+
+def run_one(loader, path, condition, quota, file_bytes, placement):
+    command = [sys.executable, "-c", CHILD, loader, path, str(file_bytes if condition == "warm" else 0), placement]
+    if loader == "disk":
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        command = FIO + [f"--filename={path}"]
     preexec = None
     if condition == "one-core":
         command = ["taskset", "-c", "0"] + command
@@ -137,6 +158,8 @@ def run_one(loader, path, condition, quota, file_bytes):
             process.wait()
     if done.returncode != 0:
         raise SystemExit(f"{loader} in {condition} failed:\n{done.stderr}")
+    if loader == "disk":
+        return parse_fio(done.stdout)
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -152,24 +175,30 @@ def main():
     try:
         for condition in conditions:
             for round_ in range(args.runs):
-                order = LOADERS if round_ % 2 == 0 else LOADERS[::-1]
+                order = LOADERS[round_ % len(LOADERS):] + LOADERS[:round_ % len(LOADERS)]
                 for loader in order:
-                    seconds = run_one(loader, path, condition, quota, file_bytes)
+                    seconds = run_one(loader, path, condition, quota, file_bytes, args.placement)
                     runs[condition][loader].append(seconds)
                     print(f"{condition:10} {loader:12} {seconds:.3f} s", flush=True)
     finally:
         if quota:
             quota.remove()
-    print(f"\n{os.path.basename(path)}, {file_bytes / 1e9:.2f} GB, cold page cache, {args.runs} runs each\n")
-    print("| condition | ringload s | safetensors s | safetensors / ringload | every ringload run < safetensors median |")
-    print("|---|---|---|---|---|")
+    print(f"\n{os.path.basename(path)}, {file_bytes / 1e9:.2f} GB, cold page cache, {args.runs} runs each, "
+          f"ringload placement {args.placement}\n")
+    print("| condition | ringload s | safetensors s | disk (fio) s | safetensors / ringload | "
+          "ringload / disk | safetensors / disk | every ringload run < safetensors median |")
+    print("|---|---|---|---|---|---|---|---|")
+
+    def spread(values):
+        return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
     for condition in conditions:
-        ours, theirs = runs[condition]["ringload"], runs[condition]["safetensors"]
+        ours, theirs, disk = (runs[condition][loader] for loader in LOADERS)
         ratio = statistics.median(theirs) / statistics.median(ours)
         every = max(ours) < statistics.median(theirs)
-        print(f"| {condition} | {statistics.median(ours):.2f} [{min(ours):.2f}-{max(ours):.2f}] | "
-              f"{statistics.median(theirs):.2f} [{min(theirs):.2f}-{max(theirs):.2f}] | {ratio:.2f} | "
-              f"{'yes' if every else 'no'} |")
+        print(f"| {condition} | {spread(ours)} | {spread(theirs)} | {spread(disk)} | {ratio:.2f} | "
+              f"{statistics.median(ours) / statistics.median(disk):.2f} | "
+              f"{statistics.median(theirs) / statistics.median(disk):.2f} | {'yes' if every else 'no'} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"file": path, "bytes": file_bytes, "runs": runs}, f, indent=1)

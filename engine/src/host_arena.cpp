@@ -80,10 +80,6 @@ Result<std::shared_ptr<HostArena>> HostArena::map_file(const std::string& path, 
         return fail(errc::io_error,
                     path + ": cannot map " + std::to_string(length_bytes) + " bytes of it: " + std::strerror(error));
     }
-    // Ask for the whole range at once: the kernel reads it in large requests while the first
-    // tensors are waited for (page faults alone read ahead a few hundred KiB at a time).
-    (void)::posix_fadvise(fd, static_cast<off_t>(page_offset), static_cast<off_t>(mapped), POSIX_FADV_WILLNEED);
-    (void)::madvise(memory, mapped, MADV_WILLNEED);
     ::close(fd); // the mapping keeps the file
     auto* base = static_cast<std::byte*>(memory);
     return std::shared_ptr<HostArena>(new HostArena(base, mapped, base + lead, length_bytes, true));
@@ -108,6 +104,15 @@ Result<void> HostArena::read_in(std::size_t offset_bytes, std::size_t length_byt
     return fail(errc::io_error, "reading the mapped file's bytes [" + std::to_string(offset_bytes) + ", +" +
                                     std::to_string(length_bytes) + ") failed (" + std::strerror(errno) +
                                     (errno == EFAULT ? ": the file was cut short while it was loaded)" : ")"));
+}
+
+void HostArena::read_ahead(std::size_t offset_bytes, std::size_t length_bytes) const {
+    if (!mapped_file_ || length_bytes == 0) {
+        return;
+    }
+    std::byte* begin = data_ + offset_bytes;
+    auto* page = reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(begin) & ~std::uintptr_t{4095});
+    (void)::madvise(page, static_cast<std::size_t>(begin - page) + length_bytes, MADV_WILLNEED);
 }
 
 HostArena::HostArena(std::byte* map_base, std::size_t mapped_bytes, std::byte* data, std::size_t size_bytes,

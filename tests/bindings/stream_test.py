@@ -83,6 +83,21 @@ def test_streamed_tensors_equal_load_file(files, fmt):
     assert_same(halves, ringload.load_file(files[fmt], dtype=torch.float16))
 
 
+def test_a_mapped_placement_loads_and_streams_the_files_bytes(files, tmp_path):
+    """placement="mapped" leaves safetensors tensors in the file's pages: the same tensors as
+    safetensors' own reader, loaded and streamed; other formats are refused with the reason."""
+    expected = safetensors_torch.load_file(files["safetensors"])
+    assert_same(ringload.load_file(files["safetensors"], placement="mapped"), expected)
+    assert_same(dict(ringload.stream_tensors(files["safetensors"], placement="mapped")), expected)
+    assert_same(ringload.load_file(files["safetensors"], placement="arena"), expected)
+    with pytest.raises(Exception, match="only safetensors files are mapped, this is a tensorizer file"):
+        ringload.load_file(files["tensorizer"], placement="mapped")
+    with pytest.raises(Exception, match="cannot leave the tensors in the file's pages: only safetensors"):
+        dict(ringload.stream_tensors(files["torch"], placement="mapped"))
+    with pytest.raises(ValueError, match="placement must be 'auto', 'arena' or 'mapped'"):
+        ringload.load_file(files["safetensors"], placement="pages")
+
+
 def test_torch_views_share_their_storage_when_streamed(files):
     got = dict(ringload.stream_tensors(files["torch"]))
     assert torch.equal(got["view.rows"], got["view.all"][4:20])

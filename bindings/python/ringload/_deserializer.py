@@ -97,6 +97,10 @@ class TensorDeserializer(collections.abc.Mapping):
         progress: called as progress(bytes_done, bytes_total, tensors_done, tensors_total);
             raising in it stops the load (CancelledError).
         read_mode: "auto", "direct" (O_DIRECT) or "buffered".
+        placement: where a load puts the tensors: "auto" (today the arena), "arena" (memory of
+            the load's own, read into through the ring) or "mapped" (left in the file's pages,
+            mapped copy-on-write: no copy, no fresh memory; local safetensors files on the CPU
+            only, tensors as stored, no verify_hash; otherwise refused with the reason).
         connections, streams, timeout, attempts, http_version, ca_file, insecure, s3_endpoint:
             network options, as the CLI's.
     """
@@ -106,7 +110,7 @@ class TensorDeserializer(collections.abc.Mapping):
                  verify_hash: Optional[bool] = None, encryption: Optional[DecryptionParams] = None,
                  ring_bytes: int = 0, slot_size: int = 0, threads: int = 0,
                  progress: Optional[Callable[[int, int, int, int], Any]] = None, read_mode: str = "auto",
-                 **network):
+                 placement: str = "auto", **network):
         del plaid_mode, num_readers  # tensorizer's knobs; the engine needs neither
         self._device = _device_text(device if device is not None else _default_device())
         self._dtype = _dtype_name(dtype)
@@ -117,7 +121,8 @@ class TensorDeserializer(collections.abc.Mapping):
         self._slot_count = (ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0
         self._threads = threads
         self._progress = progress
-        self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, **secret_kwargs(encryption),
+        self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, placement=placement,
+                                              **secret_kwargs(encryption),
                                               **network)
         entries = [_Entry._from_tuple(row) for row in self._engine.tensor_rows()]
         self._entries = [e for e in entries if filter_func is None or filter_func(e.name)]

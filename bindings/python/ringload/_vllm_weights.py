@@ -60,6 +60,7 @@ OPTIONS = {
     "insecure": (lambda v: isinstance(v, bool), "true or false"),
     "s3_endpoint": (_text, "a URL such as http://127.0.0.1:9000"),
     "read_mode": (lambda v: v in ("auto", "direct", "buffered"), '"auto", "direct" or "buffered"'),
+    "placement": (lambda v: v in ("auto", "arena", "mapped"), '"auto", "arena" or "mapped"'),
     "ring_bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
     "slot_size": (_non_negative_int, "bytes, an integer (0: the default)"),
     "threads": (_non_negative_int, "an integer (0: one per core)"),

@@ -166,10 +166,24 @@ nb::ndarray<Framework> array_of(const std::shared_ptr<Loaded>& loaded, std::size
                                   dlpack_dtype(tensor.info.dtype, raw), on_gpu ? dlpack_cuda : dlpack_cpu, device_id);
 }
 
+Placement placement_from_text(const std::string& text) {
+    if (text == "arena") {
+        return Placement::arena;
+    }
+    if (text == "mapped") {
+        return Placement::mapped_file;
+    }
+    if (text != "auto") {
+        throw nb::value_error("placement must be 'auto', 'arena' or 'mapped'");
+    }
+    return Placement::automatic;
+}
+
 class PyDeserializer {
 public:
     PyDeserializer(const std::string& uri, std::optional<nb::bytes> key, std::optional<std::string> passphrase,
-                   const std::string& read_mode, const NetworkOptions& network) {
+                   const std::string& read_mode, const std::string& placement, const NetworkOptions& network)
+        : placement_(placement_from_text(placement)) {
         OpenOptions options;
         options.network = network;
         if (read_mode == "direct") {
@@ -265,6 +279,7 @@ public:
             throw nb::value_error("one destination per tensor");
         }
         LoadOptions options = engine_load_options(device, verify, dtype, slot_size, slot_count, threads);
+        options.placement = placement_;
         // Asked by position (k_of_index is ascending): a load of a few tensors of a large index
         // costs what they cost (safe_open's get_tensor on a mixture of experts).
         options.tensors.reserve(k_of_index.size());
@@ -356,6 +371,7 @@ public:
         return inner_;
     }
     std::mutex& load_lock() { return mutex_; }
+    Placement placement() const noexcept { return placement_; }
     // A load running on another thread keeps its own reference: the file goes when it ends.
     void close() { inner_.reset(); }
     bool closed() const { return inner_ == nullptr; }
@@ -369,6 +385,7 @@ private:
     }
 
     std::shared_ptr<Deserializer> inner_;
+    Placement placement_ = Placement::automatic; // where every load of this file puts its tensors
     // One load at a time: the engine's deserializer is single-threaded. Taken with the GIL
     // released (a waiting thread must not hold the GIL the running load's progress needs).
     std::mutex mutex_;
@@ -425,18 +442,19 @@ void bind_deserializer(nb::module_& m) {
         .def(
             "__init__",
             [](PyDeserializer* self, const std::string& uri, std::optional<nb::bytes> key,
-               std::optional<std::string> passphrase, const std::string& read_mode, std::size_t connections,
-               std::size_t streams, double timeout, std::size_t attempts, const std::string& http_version,
-               const std::string& ca_file, bool insecure, const std::string& s3_endpoint, std::size_t range_size) {
-                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), read_mode,
+               std::optional<std::string> passphrase, const std::string& read_mode, const std::string& placement,
+               std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,
+               const std::string& http_version, const std::string& ca_file, bool insecure,
+               const std::string& s3_endpoint, std::size_t range_size) {
+                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), read_mode, placement,
                                           network_options(connections, streams, timeout, attempts, http_version,
                                                           ca_file, insecure, s3_endpoint, range_size));
             },
             nb::arg("uri"), nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
-            nb::arg("read_mode") = "auto", nb::arg("connections") = 8, nb::arg("streams") = 1,
-            nb::arg("timeout") = 30.0, nb::arg("attempts") = 6, nb::arg("http_version") = "auto",
-            nb::arg("ca_file") = "", nb::arg("insecure") = false, nb::arg("s3_endpoint") = "",
-            nb::arg("range_size") = 0)
+            nb::arg("read_mode") = "auto", nb::arg("placement") = "auto", nb::arg("connections") = 8,
+            nb::arg("streams") = 1, nb::arg("timeout") = 30.0, nb::arg("attempts") = 6,
+            nb::arg("http_version") = "auto", nb::arg("ca_file") = "", nb::arg("insecure") = false,
+            nb::arg("s3_endpoint") = "", nb::arg("range_size") = 0)
         .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
         .def("tensor_rows", &PyDeserializer::tensor_rows,
              "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "
@@ -480,7 +498,7 @@ void bind_deserializer(nb::module_& m) {
                std::size_t threads) {
                 auto& opened = nb::cast<PyDeserializer&>(self);
                 StreamRequest request{std::move(indices), device,     std::move(dtype), verify,
-                                      slot_size,          slot_count, threads};
+                                      slot_size,          slot_count, threads,          opened.placement()};
                 return start_stream(self, opened.shared(), opened.load_lock(), std::move(request));
             },
             nb::arg("indices"), nb::arg("device") = "cpu", nb::arg("dtype").none() = nb::none(),

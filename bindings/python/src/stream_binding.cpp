@@ -162,6 +162,7 @@ private:
     LoadOptions load_options() {
         LoadOptions options = engine_load_options(request_.device, request_.verify, request_.dtype, request_.slot_size,
                                                   request_.slot_count, request_.threads);
+        options.placement = request_.placement;
         const Index& index = source_->index();
         options.filter = [this, &index](const TensorInfo& info) {
             return static_cast<bool>(wanted_[static_cast<std::size_t>(&info - index.tensors.data())]);

@@ -27,6 +27,7 @@ struct StreamRequest {
     std::size_t slot_size = 0;
     std::uint32_t slot_count = 0;
     std::size_t threads = 0;
+    Placement placement = Placement::automatic;
 };
 
 // Starts the load; `owner` (the Python Deserializer) stays referenced while the stream lives,

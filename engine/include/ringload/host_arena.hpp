@@ -33,7 +33,7 @@ public:
     // The bytes [offset, offset + length) of the file at `path`, mapped privately (a write
     // to a tensor copies its page; the file never changes), data() at `offset`. A file whose
     // size is no longer `expected_size_bytes` (the size its index was read at) is refused.
-    // The kernel starts reading the whole range ahead at once.
+    // Nothing is read until read_ahead or read_in ask for it.
     static Result<std::shared_ptr<HostArena>> map_file(const std::string& path, std::uint64_t offset_bytes,
                                                        std::size_t length_bytes, std::uint64_t expected_size_bytes);
     ~HostArena();
@@ -51,6 +51,9 @@ public:
     // and mapped in (the file's pages, read ahead by the kernel). An I/O error, or a file cut
     // short since it was mapped, is an error here rather than a SIGBUS later.
     Result<void> read_in(std::size_t offset_bytes, std::size_t length_bytes) const;
+    // Asks the kernel to start reading a mapped file's bytes [offset, offset + length) now
+    // (page faults alone read ahead a few hundred KiB at a time); returns without waiting.
+    void read_ahead(std::size_t offset_bytes, std::size_t length_bytes) const;
     bool is_mapped_file() const noexcept { return mapped_file_; }
 
 private:

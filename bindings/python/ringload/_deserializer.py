@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections.abc
 import os
+import re
 import types
 from typing import Any, Callable, Iterator, Optional
 
@@ -31,6 +32,11 @@ def _default_device() -> str:
     except ImportError:
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _without_password(uri: str) -> str:
+    """redis://user:secret@host/... as redis://user:***@host/... (for messages)."""
+    return re.sub(r"^([a-z0-9+]+://[^/:@]*:)[^/@]*@", r"\1***@", uri)
 
 
 def _device_text(device) -> str:
@@ -103,6 +109,10 @@ class TensorDeserializer(collections.abc.Mapping):
             only, tensors as stored, no verify_hash; otherwise refused with the reason).
         connections, streams, timeout, attempts, http_version, ca_file, insecure, s3_endpoint:
             network options, as the CLI's.
+        process_group: a torch.distributed group whose every rank makes the same call: each
+            rank reads a share of the bytes and the group's collectives move them, so the file
+            is read once per group (ringload/_distributed.py). Every rank gets every tensor;
+            with lazy_load, every rank must access the tensors in the same order.
     """
 
     def __init__(self, file_obj, device=None, filter_func: Optional[FilterFunc] = None, dtype=None, *,
@@ -110,7 +120,7 @@ class TensorDeserializer(collections.abc.Mapping):
                  verify_hash: Optional[bool] = None, encryption: Optional[DecryptionParams] = None,
                  ring_bytes: int = 0, slot_size: int = 0, threads: int = 0,
                  progress: Optional[Callable[[int, int, int, int], Any]] = None, read_mode: str = "auto",
-                 placement: str = "auto", **network):
+                 placement: str = "auto", process_group=None, **network):
         del plaid_mode, num_readers  # tensorizer's knobs; the engine needs neither
         self._device = _device_text(device if device is not None else _default_device())
         self._dtype = _dtype_name(dtype)
@@ -121,6 +131,8 @@ class TensorDeserializer(collections.abc.Mapping):
         self._slot_count = (ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0
         self._threads = threads
         self._progress = progress
+        self._group = process_group
+        self._source_name = _without_password(_uri_of(file_obj))
         self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, placement=placement,
                                               **secret_kwargs(encryption),
                                               **network)
@@ -324,6 +336,13 @@ class TensorDeserializer(collections.abc.Mapping):
             for entry in entries:
                 self._cache[entry.index] = torch.empty(entry.shape, dtype=torch_dtype(self._loaded_dtype(entry)),
                                                        device="meta")
+            return
+        if self._group is not None:
+            from ._distributed import DistributedLoad
+            tensors, bytes_read = DistributedLoad(self, self._group).load(entries, verify)
+            self._bytes_read += bytes_read
+            for entry, tensor in zip(entries, tensors):
+                self._cache[entry.index] = tensor
             return
         loaded = self._engine_load(entries, self._device, verify)
         self._bytes_read += loaded.bytes

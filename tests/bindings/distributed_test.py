@@ -1,0 +1,186 @@
+"""Read once per process group (issue #26): ranks started locally with gloo on the CPU.
+
+Every rank's tensors must equal a single-process load (sha256 of each tensor's bytes), the
+bytes read summed over the ranks must equal what one rank alone reads, no rank reads more than
+its share plus one round, and a rank that cannot read (a wrong key) makes every rank fail with
+one error naming it, within the collectives' timeout.
+"""
+import datetime
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+mp = pytest.importorskip("torch.multiprocessing")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+
+sys.path.insert(0, os.environ.get("RINGLOAD_PYTHONPATH", ""))
+import ringload  # noqa: E402
+
+if not dist.is_available() or not dist.is_gloo_available():
+    pytest.skip("torch.distributed with gloo is not available in this torch", allow_module_level=True)
+
+
+def digest(tensor) -> str:
+    raw = tensor.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+    return hashlib.sha256(raw + str((tuple(tensor.shape), tensor.dtype)).encode()).hexdigest()
+
+
+def digests(tensors: dict) -> dict:
+    return {name: digest(tensor) for name, tensor in tensors.items()}
+
+
+def state(seed=3):
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {f"layers.{i}.weight": torch.randn(48 + i, 256, generator=generator) for i in range(9)}
+    tensors["huge"] = torch.randn(1000, 300, generator=generator)  # split between ranks by rows
+    tensors["embed"] = torch.randn(7, 5, generator=generator).half()
+    tensors["ids"] = torch.arange(13)
+    tensors["scalar"] = torch.tensor(2.5)
+    tensors["empty"] = torch.zeros(0, 3)
+    tensors["row"] = torch.randn(1, 33, generator=generator)
+    return tensors
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distributed")
+    tensors = state()
+    paths = {"safetensors": str(root / "m.safetensors"), "torch": str(root / "m.pt"),
+             "tensorizer": str(root / "m.tensors"), "encrypted": str(root / "e.tensors"),
+             "key": str(root / "key"), "wrong_key": str(root / "wrong_key")}
+    safetensors_torch.save_file(tensors, paths["safetensors"])
+    base = torch.randn(32, 48, generator=torch.Generator().manual_seed(9))
+    torch.save({**tensors, "view.rows": base[4:20], "view.t": base.t()}, paths["torch"])
+    with ringload.TensorSerializer(paths["tensorizer"]) as writer:
+        writer.write_state_dict(tensors)
+    key = bytes(range(32))
+    with open(paths["key"], "wb") as f:
+        f.write(key)
+    with open(paths["wrong_key"], "wb") as f:
+        f.write(bytes(32))
+    with ringload.TensorSerializer(paths["encrypted"], encryption=ringload.EncryptionParams(key)) as writer:
+        writer.write_state_dict(tensors)
+    return paths
+
+
+def _options(case: dict) -> dict:
+    options = {"device": "cpu"}
+    if case.get("key"):
+        with open(case["key"], "rb") as f:
+            options["encryption"] = ringload.DecryptionParams.from_key(f.read())
+    if case.get("verify"):
+        options["verify_hash"] = True
+    if case.get("dtype"):
+        options["dtype"] = getattr(torch, case["dtype"])
+    return options
+
+
+def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=case.get("timeout", 60)))
+    result = {"rank": rank}
+    if rank in case.get("die", ()):
+        os._exit(3)  # a rank lost before the load: the others must not wait for it forever
+    try:
+        options = _options(case)
+        if case.get("rank_key") and rank in case["rank_key"]:  # this rank alone gets another key
+            with open(case["rank_key"][rank], "rb") as f:
+                options["encryption"] = ringload.DecryptionParams.from_key(f.read())
+        with ringload.TensorDeserializer(case["path"], process_group=dist.group.WORLD, **options) as loaded:
+            tensors = loaded.flat_tensors()
+            result["digests"] = digests(tensors)
+            result["bytes_read"] = loaded.total_bytes_read
+    except Exception as error:  # the parent checks what each rank raised
+        result["error"] = str(error)
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+
+
+def run_ranks(world: int, case: dict, timeout: float = 120) -> list:
+    with tempfile.TemporaryDirectory(prefix="ringload-dist-") as folder:
+        init_file = os.path.join(folder, "init")
+        context = mp.get_context("spawn")
+        processes = [context.Process(target=_rank_main, args=(r, world, init_file, case, folder))
+                     for r in range(world)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(timeout)
+            assert process.exitcode is not None, "a rank hung"
+        results = []
+        for r in range(world):
+            path = os.path.join(folder, f"rank{r}.json")
+            assert os.path.exists(path), f"rank {r} ended without a result (exit code {processes[r].exitcode})"
+            with open(path) as f:
+                results.append(json.load(f))
+        return results
+
+
+def single_load(case: dict) -> tuple:
+    with ringload.TensorDeserializer(case["path"], **_options(case)) as loaded:
+        return digests(loaded.flat_tensors())
+
+
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("fmt", ["safetensors", "torch", "tensorizer"])
+def test_every_rank_gets_what_one_process_loads(files, fmt, world):
+    case = {"path": files[fmt]}
+    expected = single_load(case)
+    alone = run_ranks(1, case)[0]
+    assert "error" not in alone, alone
+    assert alone["digests"] == expected
+    results = run_ranks(world, case)
+    for result in results:
+        assert "error" not in result, result
+        assert result["digests"] == expected, f"rank {result['rank']}"
+    read = [result["bytes_read"] for result in results]
+    if fmt != "torch":  # torch zip tensors may share a storage that two ranks then both read
+        assert sum(read) == alone["bytes_read"], read
+    share = alone["bytes_read"] / world
+    assert max(read) <= share + 64 * 1024, (read, share)  # within a few rows of an even split
+
+
+def test_verified_converted_and_encrypted_loads_match(files):
+    cases = [{"path": files["tensorizer"], "verify": True}, {"path": files["safetensors"], "dtype": "float16"},
+             {"path": files["encrypted"], "key": files["key"]}]
+    for case in cases:
+        expected = single_load(case)
+        for result in run_ranks(2, case):
+            assert "error" not in result, (case, result)
+            assert result["digests"] == expected, (case, result["rank"])
+
+
+def test_a_rank_that_cannot_read_fails_every_rank_with_one_error(files):
+    case = {"path": files["encrypted"], "key": files["key"], "rank_key": {1: files["wrong_key"]}}
+    results = run_ranks(3, case)
+    for result in results:
+        assert "digests" not in result, f"rank {result['rank']} returned a model"
+        assert "rank 1 of 3 could not read its share" in result["error"], result["error"]
+
+
+def test_a_rank_that_dies_fails_the_others_within_the_timeout(files):
+    case = {"path": files["safetensors"], "die": [1], "timeout": 20}
+    with tempfile.TemporaryDirectory(prefix="ringload-dist-") as folder:
+        init_file = os.path.join(folder, "init")
+        context = mp.get_context("spawn")
+        processes = [context.Process(target=_rank_main, args=(r, 3, init_file, case, folder)) for r in range(3)]
+        started = time.monotonic()
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(120)
+            assert process.exitcode is not None, "a rank hung"
+        for r in (0, 2):
+            with open(os.path.join(folder, f"rank{r}.json")) as f:
+                result = json.load(f)
+            assert "digests" not in result, f"rank {r} returned a model"
+            assert "a rank died or stopped answering" in result["error"], result["error"]
+        assert time.monotonic() - started < 90

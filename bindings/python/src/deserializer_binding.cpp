@@ -11,6 +11,7 @@
 #include "stream_binding.hpp"
 
 #include "ringload/ringload.hpp"
+#include "ringload/share_plan.hpp"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -459,6 +460,39 @@ void bind_deserializer(nb::module_& m) {
         .def("tensor_rows", &PyDeserializer::tensor_rows,
              "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "
              "module_index, tensor_type), in file order: tensors() without a dict per tensor")
+        .def(
+            "plan_shares",
+            [](PyDeserializer& self, const std::vector<std::size_t>& indices, std::optional<std::string> dtype,
+               std::uint32_t world_size, bool split_rows, std::uint64_t round_bytes) {
+                std::optional<DType> wanted_dtype;
+                if (dtype) {
+                    wanted_dtype = dtype_from_torch_name(*dtype);
+                    if (!wanted_dtype) {
+                        throw nb::value_error(("unknown dtype " + *dtype).c_str());
+                    }
+                }
+                const SharePlan plan = value_or_throw(
+                    plan_shares(self.index(), indices, wanted_dtype, world_size, {split_rows, round_bytes}));
+                nb::list rounds;
+                for (const ShareRound& round : plan.rounds) {
+                    nb::list ranks;
+                    for (const RankRound& mine : round.ranks) {
+                        nb::list pieces;
+                        for (const SharePiece& piece : mine.pieces) {
+                            pieces.append(nb::make_tuple(piece.position, piece.whole, piece.row_begin, piece.row_end,
+                                                         piece.buffer_offset, piece.buffer_length));
+                        }
+                        ranks.append(nb::make_tuple(mine.begin, mine.end, pieces));
+                    }
+                    rounds.append(ranks);
+                }
+                return nb::make_tuple(plan.tensor_offsets, plan.total_bytes, rounds);
+            },
+            nb::arg("indices"), nb::arg("dtype").none(), nb::arg("world_size"), nb::arg("split_rows"),
+            nb::arg("round_bytes"),
+            "ringload/share_plan.hpp's plan for reading `indices` once over `world_size` ranks: (tensor offsets "
+            "in the buffer, buffer bytes, rounds: per rank (begin, end, pieces: (position, whole, row_begin, "
+            "row_end, buffer_offset, buffer_length)))")
         .def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
         .def_prop_ro("encrypted", [](PyDeserializer& self) { return self.index().encrypted; })
         .def_prop_ro("total_tensor_bytes", [](PyDeserializer& self) { return self.index().total_tensor_bytes(); })

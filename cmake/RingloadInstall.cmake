@@ -14,6 +14,7 @@ install(FILES
     bindings/cpp/include/ringload/formats.hpp
     bindings/cpp/include/ringload/ringload.hpp
     bindings/cpp/include/ringload/serializer.hpp
+    bindings/cpp/include/ringload/share_plan.hpp
     engine/include/ringload/dtype.hpp
     engine/include/ringload/error.hpp
     engine/include/ringload/format.hpp

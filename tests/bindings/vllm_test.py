@@ -62,9 +62,15 @@ def run_cases(cases_path, out_path):
     results, failed = {}, False
     for case in cases:
         started = time.monotonic()
+        parallel = {}
+        if case.get("tp", 1) > 1:  # one core per rank (vLLM's automatic binding refuses 2 ranks on 2 cores)
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(r) for r in range(case["tp"]))
+            parallel = {"tensor_parallel_size": case["tp"], "distributed_executor_backend": "mp"}
+        else:
+            os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
         try:
             llm = LLM(model=case["model"], load_format=case["load_format"], enforce_eager=True, max_model_len=128,
-                      dtype="float32", seed=0, model_loader_extra_config=case.get("extra") or {})
+                      dtype="float32", seed=0, model_loader_extra_config=case.get("extra") or {}, **parallel)
         except Exception as error:  # the next case still runs; a failure case's exit status says it
             results[case["name"]] = {"error": str(error)}
             failed = True
@@ -197,7 +203,33 @@ def good_cases(m, http_url, s3_url):
          "extra": {"uri": http_url + "/model.safetensors", "connections": 4}},
         {"name": "ringload tensorizer from S3 (moto)", "model": m["st1"], "load_format": ringload,
          "extra": {"uri": "s3://models/tiny/model.tensors", "s3_endpoint": s3_url}},
+        # Two tensor-parallel ranks read the file once between them (issue #26): nginx's log
+        # of this URL's ranges must add up to the file once, not twice (check_read_once).
+        {"name": "ringload safetensors over HTTP, TP=2, read once", "model": m["st1"], "load_format": ringload,
+         "extra": {"uri": http_url + "/" + TP_FILE, "connections": 2}, "tp": 2},
     ]
+
+
+TP_FILE = "model-tp.safetensors"
+
+
+def check_read_once(nginx, www):
+    """The TP=2 case's ranges from nginx's log: every byte of the tensors' data once, plus
+    what each rank reads to open the file (its first 64 KiB or the header, whichever is more);
+    each rank reading it all would be twice the tensors."""
+    size = os.path.getsize(os.path.join(www, TP_FILE))
+    total = 0
+    for uri, range_header, status in nginx.requests():
+        if uri != "/" + TP_FILE or status != "206" or not range_header.startswith("bytes="):
+            continue
+        first, last = range_header[len("bytes="):].split("-")
+        total += int(last) - int(first) + 1
+    with open(os.path.join(www, TP_FILE), "rb") as f:
+        header = 8 + int.from_bytes(f.read(8), "little")
+    opening = max(header, 64 << 10)
+    check("TP=2: the two ranks read the file's tensors once between them",
+          size - header <= total <= size + 2 * opening,
+          f"nginx served {total} bytes of ranges for a file of {size} ({size - header} of tensors)")
 
 
 def run_good_cases(work, env, cases):
@@ -344,10 +376,13 @@ def run_all(work, python_dir):
     from s3_server import MotoServer
     env = vllm_env(work, python_dir)
     m = make_models(work, env)
-    with Nginx(m["www"]) as nginx, MotoServer() as s3:
+    shutil.copy(os.path.join(m["www"], "model.safetensors"), os.path.join(m["www"], TP_FILE))
+    os.chmod(os.path.join(m["www"], TP_FILE), 0o644)
+    with Nginx(m["www"], access_log=True) as nginx, MotoServer() as s3:
         put_on_s3(s3.url, os.path.join(m["tz"], "model.tensors"), "models", "tiny/model.tensors")
         cases = good_cases(m, nginx.http_url, s3.url)
         reference = check_tokens(run_good_cases(work, env, cases), cases)
+        check_read_once(nginx, m["www"])
     check_server(work, env, m, reference)
     check_failures(work, env, m)
 

@@ -43,7 +43,7 @@ def _uris(value) -> bool:
     return isinstance(value, list) and value != [] and all(_text(item) for item in value)
 
 
-# name -> (check, what it must be); everything but uri, key_file and passphrase_file goes to
+# name -> (check, what it must be); everything but uri, key_file, passphrase_file and read_once goes to
 # stream_tensors (TensorDeserializer's keyword arguments) under the same name.
 OPTIONS = {
     "uri": (_uris, "a path or URL (file, http(s)://, s3://, redis://), or a list of them"),
@@ -64,6 +64,8 @@ OPTIONS = {
     "ring_bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
     "slot_size": (_non_negative_int, "bytes, an integer (0: the default)"),
     "threads": (_non_negative_int, "an integer (0: one per core)"),
+    "read_once": (lambda v: isinstance(v, bool), "true or false (default true: with tensor parallelism, the "
+                  "ranks split the reading and share the bytes over their group)"),
 }
 
 
@@ -73,6 +75,7 @@ class LoaderOptions:
 
     uris: List[str] = field(default_factory=list)
     stream_kwargs: dict = field(default_factory=dict)
+    read_once: bool = True
 
 
 def parse_options(extra_config) -> LoaderOptions:
@@ -94,7 +97,8 @@ def parse_options(extra_config) -> LoaderOptions:
     if "key_file" in config and "passphrase_file" in config:
         raise ValueError("ringload: give key_file or passphrase_file in model_loader_extra_config, not both")
     uris = config.pop("uri", [])
-    options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris))
+    options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris),
+                            read_once=config.pop("read_once", True))
     encryption = _decryption(config.pop("key_file", None), config.pop("passphrase_file", None))
     if encryption is not None:
         config["encryption"] = encryption

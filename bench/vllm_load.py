@@ -65,6 +65,8 @@ LOADERS = {
     "default": {"load_format": "safetensors"},
     "prefetch": {"load_format": "safetensors", "safetensors_load_strategy": "prefetch"},
     "ringload": {"load_format": "ringload"},
+    # The tensors left in the file's pages (Placement::mapped_file), as vLLM's default loader's are.
+    "ringload_mapped": {"load_format": "ringload", "model_loader_extra_config": {"placement": "mapped"}},
     "runai_streamer": {"load_format": "runai_streamer"},
     # model_loader_extra_config (the file written by write_tensorized) is filled in by main.
     "tensorizer": {"load_format": "tensorizer"},

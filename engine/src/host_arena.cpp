@@ -85,13 +85,19 @@ Result<std::shared_ptr<HostArena>> HostArena::map_file(const std::string& path, 
     return std::shared_ptr<HostArena>(new HostArena(base, mapped, base + lead, length_bytes, true));
 }
 
+std::span<std::byte> HostArena::pages_of(std::size_t offset_bytes, std::size_t length_bytes) const noexcept {
+    std::byte* begin = data_ + offset_bytes;
+    auto* page = reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(begin) & ~std::uintptr_t{4095});
+    return {page, static_cast<std::size_t>(begin - page) + length_bytes};
+}
+
 Result<void> HostArena::read_in(std::size_t offset_bytes, std::size_t length_bytes) const {
     if (!mapped_file_ || length_bytes == 0) {
         return {};
     }
-    std::byte* begin = data_ + offset_bytes;
-    auto* page = reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(begin) & ~std::uintptr_t{4095});
-    const std::size_t length = static_cast<std::size_t>(begin - page) + length_bytes;
+    const std::span<std::byte> pages = pages_of(offset_bytes, length_bytes);
+    std::byte* page = pages.data();
+    const std::size_t length = pages.size();
     if (::madvise(page, length, MADV_POPULATE_READ) == 0) {
         return {};
     }
@@ -110,9 +116,8 @@ void HostArena::read_ahead(std::size_t offset_bytes, std::size_t length_bytes) c
     if (!mapped_file_ || length_bytes == 0) {
         return;
     }
-    std::byte* begin = data_ + offset_bytes;
-    auto* page = reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(begin) & ~std::uintptr_t{4095});
-    (void)::madvise(page, static_cast<std::size_t>(begin - page) + length_bytes, MADV_WILLNEED);
+    const std::span<std::byte> pages = pages_of(offset_bytes, length_bytes);
+    (void)::madvise(pages.data(), pages.size(), MADV_WILLNEED);
 }
 
 HostArena::HostArena(std::byte* map_base, std::size_t mapped_bytes, std::byte* data, std::size_t size_bytes,

@@ -21,8 +21,7 @@ dist = pytest.importorskip("torch.distributed")
 mp = pytest.importorskip("torch.multiprocessing")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-sys.path.insert(0, os.environ.get("RINGLOAD_PYTHONPATH", ""))
-import ringload  # noqa: E402
+import ringload  # noqa: E402  (spawned ranks find it through PYTHONPATH too)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
@@ -118,7 +117,8 @@ def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
     dist.destroy_process_group()
 
 
-def run_ranks(world: int, case: dict, timeout: float = 120) -> list:
+def run_ranks(world: int, case: dict, timeout: float = 120, every_rank_reports: bool = True) -> list:
+    """Each rank's result (None for a rank that ended without one, where that is allowed)."""
     with tempfile.TemporaryDirectory(prefix="ringload-dist-") as folder:
         init_file = os.path.join(folder, "init")
         context = mp.get_context("spawn")
@@ -132,7 +132,10 @@ def run_ranks(world: int, case: dict, timeout: float = 120) -> list:
         results = []
         for r in range(world):
             path = os.path.join(folder, f"rank{r}.json")
-            assert os.path.exists(path), f"rank {r} ended without a result (exit code {processes[r].exitcode})"
+            if not os.path.exists(path):
+                assert not every_rank_reports, f"rank {r} ended without a result (exit code {processes[r].exitcode})"
+                results.append(None)
+                continue
             with open(path) as f:
                 results.append(json.load(f))
         return results
@@ -188,22 +191,13 @@ def test_a_rank_that_cannot_read_fails_every_rank_with_one_error(files):
 
 def test_a_rank_that_dies_fails_the_others_within_the_timeout(files):
     case = {"path": files["safetensors"], "die": [1], "timeout": 20}
-    with tempfile.TemporaryDirectory(prefix="ringload-dist-") as folder:
-        init_file = os.path.join(folder, "init")
-        context = mp.get_context("spawn")
-        processes = [context.Process(target=_rank_main, args=(r, 3, init_file, case, folder)) for r in range(3)]
-        started = time.monotonic()
-        for process in processes:
-            process.start()
-        for process in processes:
-            process.join(120)
-            assert process.exitcode is not None, "a rank hung"
-        for r in (0, 2):
-            with open(os.path.join(folder, f"rank{r}.json")) as f:
-                result = json.load(f)
-            assert "digests" not in result, f"rank {r} returned a model"
-            assert "a rank died or stopped answering" in result["error"], result["error"]
-        assert time.monotonic() - started < 90
+    started = time.monotonic()
+    results = run_ranks(3, case, every_rank_reports=False)
+    assert results[1] is None
+    for r in (0, 2):
+        assert "digests" not in results[r], f"rank {r} returned a model"
+        assert "a rank died or stopped answering" in results[r]["error"], results[r]["error"]
+    assert time.monotonic() - started < 90
 
 
 @pytest.fixture(scope="module")

@@ -327,6 +327,9 @@ Deserializer::~Deserializer() = default;
 const Index& Deserializer::index() const noexcept {
     return impl_->index;
 }
+const std::string& Deserializer::source_name() const {
+    return impl_->source_name();
+}
 const std::string& Deserializer::uri() const noexcept {
     return impl_->uri;
 }

@@ -1,7 +1,8 @@
 // bindings/cpp/src/mapped_load.cpp
 //
 // A host load that leaves the tensors in the file's own pages (LoadOptions::placement): the
-// wanted range is mapped copy-on-write, the kernel reads it ahead in large requests, and each
+// wanted range is mapped copy-on-write, the kernel reads it ahead in large requests (a window
+// of read_ahead_window_bytes ahead of the tensor being mapped in), and each
 // tensor is handed over once its pages are in. No ring, no copy, no zeroed memory of the
 // load's own: in a server's conditions (one bound core, a CPU quota, busy cores, cold memory)
 // those were what made the arena path slower than safetensors' mapped reads
@@ -87,7 +88,6 @@ Result<LoadedModel> Deserializer::Impl::load_mapped(const LoadOptions& options, 
     Progress progress{0, model.bytes_read, 0, layout.tensors.size(), 0};
     const auto started = std::chrono::steady_clock::now();
     auto last_report = started;
-    const std::size_t window_bytes = read_ahead_window_bytes;
     std::size_t asked_until = 0; // read_ahead asked for [0, asked_until) of the mapping
     for (std::size_t k = 0; k < layout.tensors.size(); ++k) {
         if (options.cancel != nullptr && options.cancel->cancelled()) {
@@ -96,12 +96,12 @@ Result<LoadedModel> Deserializer::Impl::load_mapped(const LoadOptions& options, 
         const PlannedTensor& planned = layout.tensors[k];
         const TensorInfo& stored = index.tensors[planned.index];
         const auto at = static_cast<std::size_t>(stored.data_offset_bytes - begin);
-        const std::size_t wanted_until =
-            std::min(arena->size_bytes(), at + static_cast<std::size_t>(stored.data_length_bytes) + window_bytes);
+        const std::size_t wanted_until = std::min(
+            arena->size_bytes(), at + static_cast<std::size_t>(stored.data_length_bytes) + read_ahead_window_bytes);
         // In steps of a quarter window: one madvise per tensor would cost a million calls for
         // a million tiny tensors.
         if (wanted_until > asked_until &&
-            (wanted_until - asked_until >= window_bytes / 4 || wanted_until == arena->size_bytes())) {
+            (wanted_until - asked_until >= read_ahead_window_bytes / 4 || wanted_until == arena->size_bytes())) {
             arena->read_ahead(asked_until, wanted_until - asked_until);
             asked_until = wanted_until;
         }

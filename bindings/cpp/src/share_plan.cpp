@@ -2,18 +2,13 @@
 #include "ringload/share_plan.hpp"
 
 #include "ringload/engine/dtype_convert.hpp"
+#include "ringload/host_arena.hpp"
 
 #include <algorithm>
 #include <string>
 
 namespace ringload {
 namespace {
-
-constexpr std::uint64_t buffer_alignment = 64;
-
-std::uint64_t aligned(std::uint64_t offset) {
-    return (offset + buffer_alignment - 1) / buffer_alignment * buffer_alignment;
-}
 
 std::uint64_t loaded_bytes(const TensorInfo& info, std::optional<DType> dtype) {
     const DType loaded = dtype && converts(info.dtype, *dtype) ? *dtype : info.dtype;
@@ -114,9 +109,15 @@ private:
 std::vector<SharePiece> pieces_in(const Index& index, std::span<const std::size_t> wanted, const SharePlan& plan,
                                   std::optional<DType> dtype, std::uint64_t begin, std::uint64_t end) {
     std::vector<SharePiece> pieces;
-    for (std::size_t k = 0; k < wanted.size(); ++k) {
+    // Tensors lie in order, so only those from the last one starting at or before `begin` up
+    // to `end` can overlap: found by search, not by a walk over the whole model per round.
+    const auto& offsets = plan.tensor_offsets;
+    std::size_t first =
+        static_cast<std::size_t>(std::upper_bound(offsets.begin(), offsets.end(), begin) - offsets.begin());
+    first = first > 0 ? first - 1 : 0;
+    for (std::size_t k = first; k < wanted.size() && offsets[k] < end; ++k) {
         const TensorInfo& info = index.tensors[wanted[k]];
-        const std::uint64_t offset = plan.tensor_offsets[k];
+        const std::uint64_t offset = offsets[k];
         const std::uint64_t length = loaded_bytes(info, dtype);
         const std::uint64_t start = std::max(begin, offset);
         const std::uint64_t stop = std::min(end, offset + length);
@@ -166,7 +167,7 @@ Result<SharePlan> plan_shares(const Index& index, std::span<const std::size_t> w
                             (i >= index.tensors.size() ? " is out of range" : " is wanted twice"));
         }
         seen[i] = true;
-        cursor = aligned(cursor);
+        cursor = align_tensor_offset(cursor); // 64 bytes, as a load's own arena lays tensors out
         plan.tensor_offsets.push_back(cursor);
         cursor += loaded_bytes(index.tensors[i], dtype);
     }

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections.abc
 import os
-import re
 import types
 from typing import Any, Callable, Iterator, Optional
 
@@ -32,11 +31,6 @@ def _default_device() -> str:
     except ImportError:
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _without_password(uri: str) -> str:
-    """redis://user:secret@host/... as redis://user:***@host/... (for messages)."""
-    return re.sub(r"^([a-z0-9+]+://[^/:@]*:)[^/@]*@", r"\1***@", uri)
 
 
 def _device_text(device) -> str:
@@ -132,7 +126,6 @@ class TensorDeserializer(collections.abc.Mapping):
         self._threads = threads
         self._progress = progress
         self._group = process_group
-        self._source_name = _without_password(_uri_of(file_obj))
         self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, placement=placement,
                                               **secret_kwargs(encryption),
                                               **network)

@@ -4,25 +4,28 @@
     tensors = ringload.load_file("model.safetensors", process_group=group)
 
 The plan is the engine's (ringload/share_plan.hpp, the same on every rank). Every rank of the
-group lays the wanted tensors out the same way, one after another (64-byte
-aligned) in one flat byte buffer of the model's loaded size. The buffer is cut into one share
-per rank, balanced by bytes: a cut may fall inside a tensor, between two of its rows (along its
-first dimension), so a huge tensor is read by several ranks. Each share is cut again into
-rounds of at most 64 MiB (RINGLOAD_GROUP_ROUND_BYTES). In round i every rank reads its i-th piece of bytes from the
-source (through the engine, as a single-process load reads: decrypted, hash-checked, converted)
-into its place in the buffer, then the pieces of that round are broadcast from their readers
-(asynchronously: the next round's reads overlap them). Every rank ends with every tensor, each
-a view of the buffer.
+group lays the wanted tensors out the same way, one after another (64-byte aligned) in one flat
+byte buffer of the model's loaded size. The buffer is cut into one share per rank, balanced by
+bytes: a cut may fall inside a tensor, between two of its rows (along its first dimension), so
+a huge tensor is read by several ranks. Each share is cut again into rounds of at most 64 MiB
+(RINGLOAD_GROUP_ROUND_BYTES). In round i every rank reads its i-th piece of bytes from the
+source (through the engine, as a single-process load reads: decrypted, hash-checked,
+converted) into its place in the buffer, then the pieces of that round are broadcast from
+their readers (asynchronously: the next round's reads overlap them). Every rank ends with
+every tensor, each a view of the buffer; stream() hands a round's tensors over once it landed.
 
 A tensor is split between rows only where a row range can be read on its own: not with
 verify_hash (a hash covers the whole tensor), not in encrypted files (a tensor is one sealed
-message), not a scalar or a meta tensor. Those are read whole, by the rank whose share holds their first byte.
+message), not a scalar or a meta tensor. Those are read whole, by the rank whose share holds
+their first byte.
 
 Failure: a rank whose read fails keeps taking part in the broadcasts (with bytes nobody will
-use), and at the end the ranks tell each other how they fared; if any failed, every rank
-raises the same error, naming the rank and what went wrong. A rank that dies makes the others'
+use), and with each round the ranks tell each other whether their reads in it succeeded (an
+all_reduce); if any failed, every rank raises the same error, naming the rank and what went
+wrong, before that round's tensors are handed over. A rank that dies makes the others'
 collectives fail after the group's timeout; that is raised too. No rank ever returns a model
-another rank could not read.
+another rank could not read. Every rank must take every tensor (leaving a stream early leaves
+the others waiting until the timeout).
 """
 from __future__ import annotations
 
@@ -141,11 +144,11 @@ class DistributedLoad:
                 outcomes = [None] * self.world_size
                 self.dist.all_gather_object(outcomes, failure, group=self.group)
         except RuntimeError as error:
-            raise RuntimeError(f"{d._source_name}: the load over the process group failed on rank {self.rank} of "
+            raise RuntimeError(f"{d._engine.source_name}: the load over the process group failed on rank {self.rank} of "
                                f"{self.world_size} (a rank died or stopped answering?): {error}") from error
         if int(failed.item()) != 0:
             r, text = next((r, text) for r, text in enumerate(outcomes) if text is not None)
-            raise RuntimeError(f"{d._source_name}: rank {r} of {self.world_size} could not read its share: {text}")
+            raise RuntimeError(f"{d._engine.source_name}: rank {r} of {self.world_size} could not read its share: {text}")
         for k in due.get(i, []):
             yield k, tensor_of(k)
 

@@ -43,8 +43,8 @@ def _uris(value) -> bool:
     return isinstance(value, list) and value != [] and all(_text(item) for item in value)
 
 
-# name -> (check, what it must be); everything but uri, key_file, passphrase_file and read_once goes to
-# stream_tensors (TensorDeserializer's keyword arguments) under the same name.
+# name -> (check, what it must be); everything but uri, key_file, passphrase_file and
+# read_once goes to stream_tensors (TensorDeserializer's keyword arguments) under the same name.
 OPTIONS = {
     "uri": (_uris, "a path or URL (file, http(s)://, s3://, redis://), or a list of them"),
     "verify_hash": (lambda v: isinstance(v, bool), "true or false"),

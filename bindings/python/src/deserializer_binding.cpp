@@ -365,6 +365,7 @@ public:
     }
 
     const Index& index() { return opened().index(); }
+    const std::string& source_name() { return opened().source_name(); }
     // A streamed load (stream_binding.cpp) runs on a thread of its own with these: the
     // deserializer, kept alive by it, and the lock that makes it one load at a time.
     std::shared_ptr<Deserializer> shared() {
@@ -495,6 +496,9 @@ void bind_deserializer(nb::module_& m) {
             "row_end, buffer_offset, buffer_length)))")
         .def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
         .def_prop_ro("encrypted", [](PyDeserializer& self) { return self.index().encrypted; })
+        .def_prop_ro(
+            "source_name", [](PyDeserializer& self) { return self.source_name(); },
+            "The file or URL as messages name it (a remote URI without its password)")
         .def_prop_ro("total_tensor_bytes", [](PyDeserializer& self) { return self.index().total_tensor_bytes(); })
         // For safe_open: which format read the file, and safetensors' __metadata__ in file order.
         .def_prop_ro("format", [](PyDeserializer& self) { return std::string(self.index().format_name()); })

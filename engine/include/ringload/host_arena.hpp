@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <thread>
 
 namespace ringload {
@@ -57,6 +58,8 @@ public:
     bool is_mapped_file() const noexcept { return mapped_file_; }
 
 private:
+    // [offset, offset + length) of data() widened to start on its page (madvise wants that).
+    std::span<std::byte> pages_of(std::size_t offset_bytes, std::size_t length_bytes) const noexcept;
     HostArena(std::byte* map_base, std::size_t mapped_bytes, std::byte* data, std::size_t size_bytes, bool mapped_file);
 
     std::byte* map_base_ = nullptr;

@@ -218,6 +218,8 @@ public:
 
     const Index& index() const noexcept;
     const std::string& uri() const noexcept;
+    // The file or URL as messages name it: a remote URI without its password.
+    const std::string& source_name() const;
     Result<LoadedModel> load(const LoadOptions& options = {});
     // Reads only the bytes of the requested slices, all of them in one pass through the ring
     // (bindings/cpp/src/slice_load.cpp): LoadedModel::tensors holds one C-order tensor per

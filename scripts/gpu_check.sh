@@ -6,7 +6,8 @@
 #      against the CPU path, caller destinations, writing a model from the GPU), then the
 #      Python package's (tests/bindings/python_cuda_test.py);
 #   2. the same load tests under compute-sanitizer memcheck, racecheck and initcheck;
-#   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS);
+#   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS), then
+#      bench/gpu_python_load.py (ringload vs safetensors' own cuda load, hot and cold);
 #   4. `ringload bench` on the GPU (issue #7): the pinned-copy limits, and the load of a
 #      synthetic GPT-2 XL (GPU_BENCH_MODEL to use another) to cuda with ringload and every peer
 #      installed here, with peak device memory per system (gpu-*.json, gpu-load.png).
@@ -37,6 +38,10 @@ PYTHONPATH=$build/bindings/python RINGLOAD_TEST_DATA=$RINGLOAD_TEST_DATA_DIR \
     "${PYTHON:-python3}" tests/bindings/python_cuda_test.py || status=$?
 [ $status = 0 ] || [ $status = 77 ] || exit $status
 
+echo "=== 1c. read once per group with the tensors on the GPU (NCCL with a GPU per rank, else gloo)"
+RINGLOAD_DISTRIBUTED_DEVICE=cuda PYTHONPATH=$build/bindings/python RINGLOAD_TEST_DATA=$RINGLOAD_TEST_DATA_DIR \
+    "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider tests/bindings/distributed_test.py -k "not http"
+
 echo "=== 2. compute-sanitizer (memcheck, racecheck, initcheck) on the load tests"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 filter='GpuLoad.EveryFixture*:GpuLoad.Conversion*:GpuLoad.CallerDestinations*'
@@ -46,6 +51,13 @@ done
 
 echo "=== 3. benchmarks"
 RINGLOAD_POISON_SLOTS=0 ./bench/gpu_load.sh "$build" "${GPU_BENCH_FILE:-}"
+if "${PYTHON:-python3}" -c "import safetensors" 2>/dev/null; then # from Python, against safetensors' own
+    synthetic=$build/gpt2-xl-fp16.safetensors
+    [ -f "$synthetic" ] || { "$build/bench/ringload-synth" --shape gpt2-xl --dtype float16 "$synthetic.tensors" &&
+        "$build/bindings/cli/ringload" convert "$synthetic.tensors" "$synthetic" && rm "$synthetic.tensors"; }
+    PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" bench/gpu_python_load.py "$synthetic" --runs 3
+    PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" bench/gpu_python_load.py "$synthetic" --runs 2 --cold || true
+fi
 
 echo "=== 4. ringload bench on the GPU"
 ringload=$build/bindings/cli/ringload

@@ -4,6 +4,10 @@ Every rank's tensors must equal a single-process load (sha256 of each tensor's b
 bytes read summed over the ranks must equal what one rank alone reads, no rank reads more than
 its share plus one round, and a rank that cannot read (a wrong key) makes every rank fail with
 one error naming it, within the collectives' timeout.
+
+RINGLOAD_DISTRIBUTED_DEVICE=cuda runs the same cases on GPUs (scripts/gpu_check.sh): rank r on
+cuda:(r mod the GPU count), over NCCL where every rank has a GPU of its own, else over gloo
+(which takes CUDA tensors too), so one GPU checks the device path of the exchange.
 """
 import datetime
 import hashlib
@@ -29,8 +33,19 @@ if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available in this torch", allow_module_level=True)
 
 
+DEVICE = os.environ.get("RINGLOAD_DISTRIBUTED_DEVICE", "cpu")
+
+
+def rank_device(rank: int) -> str:
+    return f"cuda:{rank % torch.cuda.device_count()}" if DEVICE == "cuda" else DEVICE
+
+
+def backend(world: int) -> str:
+    return "nccl" if DEVICE == "cuda" and torch.cuda.device_count() >= world else "gloo"
+
+
 def digest(tensor) -> str:
-    raw = tensor.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+    raw = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
     return hashlib.sha256(raw + str((tuple(tensor.shape), tensor.dtype)).encode()).hexdigest()
 
 
@@ -72,8 +87,8 @@ def files(tmp_path_factory):
     return paths
 
 
-def _options(case: dict) -> dict:
-    options = {"device": "cpu"}
+def _options(case: dict, rank: int = 0) -> dict:
+    options = {"device": rank_device(rank)}
     if case.get("key"):
         with open(case["key"], "rb") as f:
             options["encryption"] = ringload.DecryptionParams.from_key(f.read())
@@ -89,13 +104,15 @@ def _options(case: dict) -> dict:
 def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
     if case.get("round_bytes"):  # many rounds from a small file
         os.environ["RINGLOAD_GROUP_ROUND_BYTES"] = str(case["round_bytes"])
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
+    if DEVICE == "cuda":
+        torch.cuda.set_device(rank_device(rank))
+    dist.init_process_group(backend(world), init_method=f"file://{init_file}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=case.get("timeout", 60)))
     result = {"rank": rank}
     if rank in case.get("die", ()):
         os._exit(3)  # a rank lost before the load: the others must not wait for it forever
     try:
-        options = _options(case)
+        options = _options(case, rank)
         if case.get("rank_key") and rank in case["rank_key"]:  # this rank alone gets another key
             with open(case["rank_key"][rank], "rb") as f:
                 options["encryption"] = ringload.DecryptionParams.from_key(f.read())

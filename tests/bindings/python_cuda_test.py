@@ -8,7 +8,10 @@ On a machine with an NVIDIA GPU, a CUDA build of torch and ringload built with C
   storage starts inside that allocation;
 - the tensors outlive the deserializer (the view keeps the device memory alive);
 - load_into_module into a module already on cuda:0 fills its own parameters (same data_ptr);
-- dtype="float16" on the GPU gives torch's own cast of the CPU load.
+- dtype="float16" on the GPU gives torch's own cast of the CPU load;
+- safetensors and torch zip files: load_file, stream_tensors and safe_open (get_tensor,
+  get_slice) on cuda:0 give the CPU load's bytes (and upstream safetensors' own cuda load,
+  where it is installed), with dtype conversion on the device too.
 Elsewhere it prints why it cannot run and exits 77 (ctest: Skipped). Run by ctest (test
 `python_cuda`) and by scripts/gpu_check.sh, with PYTHONPATH at <build>/bindings/python.
 """
@@ -126,8 +129,59 @@ def check_module():
             os.remove(path)
 
 
-for fixture_file, fixture_manifest in fixtures():
-    check_fixture(fixture_file, fixture_manifest)
-check_module()
-print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failures")
-sys.exit(1 if failures else 0)
+def same_tensors(got, want, what, device=None):
+    """got (on `device`, where given) holds want's names, dtypes and values."""
+    check(set(got) == set(want), f"{what}: names {sorted(got)} != {sorted(want)}")
+    for name in set(got) & set(want):
+        check(device is None or got[name].device == torch.device(device), f"{what}:{name} on {got[name].device}")
+        check(got[name].dtype == want[name].dtype and torch.equal(got[name].cpu(), want[name].cpu()),
+              f"{what}:{name} differs from the CPU load")
+
+
+def check_formats(device):
+    """safetensors and torch zip on the device: every reading API against the CPU load."""
+    torch.manual_seed(5)
+    tensors = {"embed": torch.randn(300, 1000), "norm": torch.rand(1000).to(torch.bfloat16),
+               "ids": torch.arange(4097, dtype=torch.int64), "half": torch.randn(64, 33).half(),
+               "empty": torch.zeros(0, 8), "big": torch.randn(5, 1 << 20)}  # 20 MiB: several slots
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ringload-cuda-test-{os.getpid()}.safetensors")
+    try:
+        ringload.save_file(tensors, path)
+        cpu = ringload.load_file(path)
+        same_tensors(cpu, tensors, "safetensors on the CPU", "cpu")
+        same_tensors(ringload.load_file(path, device=device), tensors, "load_file(safetensors)", device)
+        same_tensors(dict(ringload.stream_tensors(path, device=device)), tensors, "stream_tensors(safetensors)",
+                     device)
+        with ringload.safe_open(path, framework="pt", device=device) as opened:
+            same_tensors({name: opened.get_tensor(name) for name in opened.keys()}, tensors, "safe_open", device)
+            rows = opened.get_slice("embed")[17:211, 5:900]
+            check(rows.device == torch.device(device) and torch.equal(rows.cpu(), tensors["embed"][17:211, 5:900]),
+                  "safe_open get_slice on the device")
+        cast = ringload.load_file(path, device=device, dtype="float16")
+        for name, tensor in tensors.items():
+            want = tensor.to(torch.float16) if tensor.is_floating_point() else tensor
+            check(cast[name].dtype == want.dtype and torch.equal(cast[name].cpu(), want),
+                  f"dtype=float16 of {name} on {device} differs from torch's cast")
+        try:
+            import safetensors.torch as upstream
+        except ImportError:
+            print("note: safetensors is not installed: no comparison with its own load")
+        else:
+            same_tensors(ringload.load_file(path, device=device), upstream.load_file(path, device=device),
+                         "load_file against safetensors' own")
+    finally:
+        os.remove(path)
+    checkpoint = os.path.join(DATA, "torch", "checkpoint_misc.pt")
+    on_cpu = ringload.load_file(checkpoint)
+    same_tensors(ringload.load_file(checkpoint, device=device), on_cpu, "torch zip load_file", device)
+    same_tensors(dict(ringload.stream_tensors(checkpoint, device=device)), on_cpu, "torch zip stream_tensors",
+                 device)
+
+
+if __name__ == "__main__":
+    for fixture_file, fixture_manifest in fixtures():
+        check_fixture(fixture_file, fixture_manifest)
+    check_module()
+    check_formats("cuda:0")
+    print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failures")
+    sys.exit(1 if failures else 0)

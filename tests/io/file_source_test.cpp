@@ -222,6 +222,27 @@ TEST_P(FileSourceTest, BufferedOrDirectFollowsThePageCache) {
     EXPECT_EQ(cold->alignment_bytes(), page_bytes);
 }
 
+// Buffered bulk reads on several pread threads (what a machine with cores to spare gets for a
+// cached file) land the same bytes, reads in flight at once included.
+TEST_P(FileSourceTest, BufferedReadsOnSeveralThreadsLandTheFilesBytes) {
+    auto source =
+        open_file_source(loop_, path_.string(),
+                         {.mode = FileReadMode::buffered, .allow_io_uring = io_uring(), .buffered_read_threads = 3})
+            .value();
+    EXPECT_NE(source->describe().find("buffered pread x"), std::string::npos) << source->describe();
+    for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{4095}, std::uint64_t{3 * page_bytes + 7}}) {
+        auto bytes = read_slot(*source, offset, 4 * page_bytes);
+        ASSERT_TRUE(bytes) << bytes.error().message();
+        EXPECT_EQ(*bytes, pattern(offset, bytes->size())) << "offset " << offset;
+    }
+    auto none = open_file_source(loop_, path_.string(),
+                                 {.mode = FileReadMode::buffered, .allow_io_uring = true, .buffered_read_threads = 0})
+                    .value();
+    if (io_uring()) {
+        EXPECT_EQ(none->describe(), "buffered io_uring");
+    }
+}
+
 TEST_P(FileSourceTest, MissingFileErrorNamesThePath) {
     const fs::path missing = dir_.path() / "no-such-model.tensors";
     auto source = open(FileReadMode::automatic, missing);

@@ -305,10 +305,12 @@ class TensorDeserializer(collections.abc.Mapping):
         return self._verify_hash if verify_hash is None else bool(verify_hash)
 
     def _engine_load(self, entries, device: str, verify: bool, destinations=None):
-        """One engine load of `entries` with this deserializer's dtype, ring and progress."""
+        """One engine load of `entries` with this deserializer's dtype, ring and progress. Strided
+        torch zip views come as views; to_torch makes their contiguous copies (with torch, so on a
+        GPU too, where the engine makes none)."""
         return self._engine.load([e.index for e in entries], device=device, dtype=self._dtype, verify=verify,
                                  destinations=destinations, slot_size=self._slot_size, slot_count=self._slot_count,
-                                 threads=self._threads, progress=self._progress)
+                                 threads=self._threads, progress=self._progress, contiguous=False)
 
     def _wanted(self, filter_func, num_tensors):
         wanted = [e for e in self._entries if filter_func is None or filter_func(e.name)]

@@ -95,7 +95,8 @@ class safe_open:  # noqa: N801 (safetensors' name)
         """One tensor, read now."""
         entry = self._entry(name)
         loaded = self._open_engine().load([entry.index], device=self._device, dtype=None, verify=self._verify,
-                                          destinations=None, progress=None, **_ring_for(entry.data_length))
+                                          destinations=None, progress=None, contiguous=False,
+                                          **_ring_for(entry.data_length))
         self._bytes_read += loaded.bytes
         return self._handed_out(to_torch(loaded, 0, entry.dtype, entry.shape))
 
@@ -106,7 +107,7 @@ class safe_open:  # noqa: N801 (safetensors' name)
             return {}
         loaded = engine.load([entry.index for entry in self._entries], device=self._device, dtype=None,
                              verify=self._verify, destinations=None, slot_size=0, slot_count=0, threads=0,
-                             progress=None)
+                             progress=None, contiguous=False)
         self._bytes_read += loaded.bytes
         return {entry.name: self._handed_out(to_torch(loaded, k, entry.dtype, entry.shape))
                 for k, entry in enumerate(self._entries)}

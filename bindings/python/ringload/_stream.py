@@ -31,7 +31,7 @@ def stream_entries(deserializer, entries, verify: bool) -> Iterator[tuple]:
     native = deserializer._engine.stream([e.index for e in entries], device=deserializer._device,
                                          dtype=deserializer._dtype, verify=verify,
                                          slot_size=deserializer._slot_size, slot_count=deserializer._slot_count,
-                                         threads=deserializer._threads)
+                                         threads=deserializer._threads, contiguous=False)
     try:
         while True:
             handed = native.next()

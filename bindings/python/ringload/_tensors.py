@@ -31,32 +31,41 @@ def torch_dtype(name: str):
 
 
 def to_torch(loaded, k: int, dtype: str, shape: tuple):
+    """Tensor k of a load as torch: over the engine's memory, or, for a strided torch zip view,
+    its contiguous copy made by torch (on the load's device)."""
     import torch
+    strides = loaded.strides(k)
     try:
         tensor = loaded.array(k)  # a torch.Tensor over the engine's memory (DLPack underneath)
         if tensor.dtype == torch_dtype(dtype):
-            return tensor
+            return tensor if strides is None else tensor.contiguous()
     except (RuntimeError, TypeError, BufferError, ValueError):
         pass
     raw = loaded.array(k, raw=True)  # uint8 bytes, same memory
     if math.prod(shape) == 0:
         return torch.empty(shape, dtype=torch_dtype(dtype), device=raw.device)
-    return raw.view(-1).view(torch_dtype(dtype)).reshape(shape)
+    flat = raw.view(-1).view(torch_dtype(dtype))
+    return flat.reshape(shape) if strides is None else flat.as_strided(shape, strides).contiguous()
 
 
 def to_numpy(loaded, k: int, dtype: str, shape: tuple):
     """(array, is_opaque): an opaque dtype comes as void items of its width ("<V2" for bfloat16)."""
     import numpy
+    strides = loaded.strides(k)
     if dtype in NUMPY_DTYPES:
         try:
             array = loaded.numpy_array(k)
             if array.dtype == numpy.dtype(NUMPY_DTYPES[dtype]):
-                return array, False
+                return (array if strides is None else numpy.ascontiguousarray(array)), False
         except (RuntimeError, TypeError, BufferError, ValueError):
             pass
     raw = loaded.numpy_array(k, raw=True)
     numpy_dtype = NUMPY_DTYPES.get(dtype, f"V{ITEMSIZE[dtype]}")
-    return raw.view(numpy_dtype).reshape(shape), dtype not in NUMPY_DTYPES
+    items = raw.view(numpy_dtype)
+    if strides is None:
+        return items.reshape(shape), dtype not in NUMPY_DTYPES
+    steps = tuple(step * items.itemsize for step in strides)
+    return numpy.ascontiguousarray(numpy.lib.stride_tricks.as_strided(items, shape, steps)), dtype not in NUMPY_DTYPES
 
 
 # Floating dtypes a load converts (dtype=); the others keep their stored type.

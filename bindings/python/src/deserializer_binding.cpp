@@ -150,21 +150,11 @@ nb::ndarray<Framework> array_of(const std::shared_ptr<Loaded>& loaded, std::size
     if (k >= loaded->position_of_k.size()) {
         throw nb::index_error("no such loaded tensor");
     }
-    const LoadedTensor& tensor = loaded->model.tensors[loaded->position_of_k[k]];
-    std::vector<std::size_t> shape(tensor.info.shape.begin(), tensor.info.shape.end());
-    if (raw) {
-        shape = {tensor.bytes.size()}; // the bytes, flat: for dtypes a framework cannot take
-    }
     // The array keeps the whole load alive (one arena or allocation for all its tensors).
     auto* keep = new std::shared_ptr<Loaded>(loaded);
     nb::capsule owner(keep, [](void* pointer) noexcept { delete static_cast<std::shared_ptr<Loaded>*>(pointer); });
-    const bool on_gpu = loaded->model.device != "cpu";
-    int device_id = 0;
-    if (on_gpu) {
-        device_id = std::stoi(loaded->model.device.substr(5));
-    }
-    return nb::ndarray<Framework>(tensor.bytes.data(), shape.size(), shape.data(), owner, nullptr,
-                                  dlpack_dtype(tensor.info.dtype, raw), on_gpu ? dlpack_cuda : dlpack_cpu, device_id);
+    return tensor_array<Framework>(loaded->model.tensors[loaded->position_of_k[k]], std::move(owner),
+                                   loaded->model.device, raw);
 }
 
 Placement placement_from_text(const std::string& text) {
@@ -259,7 +249,7 @@ public:
     std::shared_ptr<Loaded> load(const std::vector<std::size_t>& indices, const std::string& device,
                                  std::optional<std::string> dtype, bool verify,
                                  std::optional<std::vector<std::uintptr_t>> destinations, std::size_t slot_size,
-                                 std::uint32_t slot_count, std::size_t threads, nb::object progress) {
+                                 std::uint32_t slot_count, std::size_t threads, nb::object progress, bool contiguous) {
         opened();
         const std::shared_ptr<Deserializer> kept = inner_; // alive through a close() meanwhile
         Deserializer& deserializer = *kept;
@@ -281,6 +271,7 @@ public:
         }
         LoadOptions options = engine_load_options(device, verify, dtype, slot_size, slot_count, threads);
         options.placement = placement_;
+        options.contiguous = contiguous;
         // Asked by position (k_of_index is ascending): a load of a few tensors of a large index
         // costs what they cost (safe_open's get_tensor on a mixture of experts).
         options.tensors.reserve(k_of_index.size());
@@ -433,6 +424,15 @@ void bind_deserializer(nb::module_& m) {
                 return loaded.model.tensors[loaded.position_of_k[k]].info.module_index;
             },
             nb::arg("k"), "Tensor k's module_idx, from its header (the index does not hold it)")
+        .def(
+            "strides",
+            [](const Loaded& loaded, std::size_t k) {
+                if (k >= loaded.position_of_k.size()) {
+                    throw nb::index_error("no such loaded tensor");
+                }
+                return strides_of(loaded.model.tensors[loaded.position_of_k[k]]);
+            },
+            nb::arg("k"), "Tensor k's element steps where it is a strided view of a torch storage, else None")
         .def_prop_ro("seconds", &Loaded::seconds)
         .def_prop_ro("bytes", [](const Loaded& loaded) { return loaded.model.bytes; })
         .def_prop_ro("device", [](const Loaded& loaded) { return loaded.model.device; })
@@ -514,8 +514,10 @@ void bind_deserializer(nb::module_& m) {
         .def("load", &PyDeserializer::load, nb::arg("indices"), nb::arg("device") = "cpu",
              nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false,
              nb::arg("destinations").none() = nb::none(), nb::arg("slot_size") = 0, nb::arg("slot_count") = 0,
-             nb::arg("threads") = 0, nb::arg("progress") = nb::none(),
-             "Loads the tensors at `indices` (GIL released); destinations: addresses on `device` to fill")
+             nb::arg("threads") = 0, nb::arg("progress") = nb::none(), nb::arg("contiguous") = true,
+             "Loads the tensors at `indices` (GIL released); destinations: addresses on `device` to fill; "
+             "contiguous=False: torch zip views stay strided views of their storages (Loaded.strides), on a GPU "
+             "too, where the engine makes no contiguous copies")
         .def("load_slices", &PyDeserializer::load_slices, nb::arg("requests"), nb::arg("device") = "cpu",
              nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false, nb::arg("slot_size") = 0,
              nb::arg("slot_count") = 0, nb::arg("threads") = 0, nb::arg("merge_gap").none() = nb::none(),
@@ -533,14 +535,15 @@ void bind_deserializer(nb::module_& m) {
             "stream",
             [](nb::object self, std::vector<std::size_t> indices, const std::string& device,
                std::optional<std::string> dtype, bool verify, std::size_t slot_size, std::uint32_t slot_count,
-               std::size_t threads) {
+               std::size_t threads, bool contiguous) {
                 auto& opened = nb::cast<PyDeserializer&>(self);
-                StreamRequest request{std::move(indices), device,     std::move(dtype), verify,
-                                      slot_size,          slot_count, threads,          opened.placement()};
+                StreamRequest request{std::move(indices), device,  std::move(dtype),   verify,    slot_size,
+                                      slot_count,         threads, opened.placement(), contiguous};
                 return start_stream(self, opened.shared(), opened.load_lock(), std::move(request));
             },
             nb::arg("indices"), nb::arg("device") = "cpu", nb::arg("dtype").none() = nb::none(),
             nb::arg("verify") = false, nb::arg("slot_size") = 0, nb::arg("slot_count") = 0, nb::arg("threads") = 0,
+            nb::arg("contiguous") = true,
             "Starts loading the tensors at `indices` on a thread of its own; the TensorStream returned hands "
             "each over as it lands");
 }

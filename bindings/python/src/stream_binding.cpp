@@ -37,20 +37,11 @@ nb::ndarray<Framework> item_array(const std::shared_ptr<StreamedItem>& item, std
     if (k != 0) {
         throw nb::index_error("a streamed item holds one tensor (k = 0)");
     }
-    const LoadedTensor& tensor = item->streamed.tensor;
-    std::vector<std::size_t> shape(tensor.info.shape.begin(), tensor.info.shape.end());
-    if (raw) {
-        shape = {tensor.bytes.size()};
-    }
     // The array keeps the item, and with it the owner of the load's memory.
     auto* keep = new std::shared_ptr<StreamedItem>(item);
     nb::capsule owner(keep,
                       [](void* pointer) noexcept { delete static_cast<std::shared_ptr<StreamedItem>*>(pointer); });
-    const std::string& device = item->streamed.device;
-    const bool on_gpu = device != "cpu";
-    const int device_id = on_gpu ? std::stoi(device.substr(5)) : 0;
-    return nb::ndarray<Framework>(tensor.bytes.data(), shape.size(), shape.data(), owner, nullptr,
-                                  dlpack_dtype(tensor.info.dtype, raw), on_gpu ? dlpack_cuda : dlpack_cpu, device_id);
+    return tensor_array<Framework>(item->streamed.tensor, std::move(owner), item->streamed.device, raw);
 }
 
 class TensorStream {
@@ -163,6 +154,7 @@ private:
         LoadOptions options = engine_load_options(request_.device, request_.verify, request_.dtype, request_.slot_size,
                                                   request_.slot_count, request_.threads);
         options.placement = request_.placement;
+        options.contiguous = request_.contiguous;
         const Index& index = source_->index();
         options.filter = [this, &index](const TensorInfo& info) {
             return static_cast<bool>(wanted_[static_cast<std::size_t>(&info - index.tensors.data())]);
@@ -232,6 +224,13 @@ void bind_stream(nb::module_& m) {
             [](const StreamedItem& item, std::size_t k) {
                 (void)k;
                 return item.streamed.tensor.info.module_index;
+            },
+            nb::arg("k") = 0)
+        .def(
+            "strides",
+            [](const StreamedItem& item, std::size_t k) {
+                (void)k;
+                return strides_of(item.streamed.tensor);
             },
             nb::arg("k") = 0);
 

@@ -28,6 +28,7 @@ struct StreamRequest {
     std::uint32_t slot_count = 0;
     std::size_t threads = 0;
     Placement placement = Placement::automatic;
+    bool contiguous = true; // LoadOptions::contiguous
 };
 
 // Starts the load; `owner` (the Python Deserializer) stays referenced while the stream lives,

@@ -5,7 +5,8 @@
 // twice the throughput of the page cache. Where O_DIRECT is refused (tmpfs) the file is read
 // buffered; where the file is already in the page cache buffered reads are faster and chosen;
 // where io_uring is unavailable (seccomp, kernel.io_uring_disabled) reads fall back to pread on
-// a few threads, and say so once on stderr.
+// a few threads, and say so once on stderr. A cached file's buffered reads run on several pread
+// threads where the process has cores to spare: io_uring copies cached pages inline, on one core.
 #pragma once
 
 #include "ringload/engine/source.hpp"
@@ -13,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ringload {
@@ -27,6 +29,10 @@ struct FileSourceOptions {
     FileReadMode mode = FileReadMode::automatic;
     // Environment RINGLOAD_DISABLE_IO_URING=1 forces the pread fallback too (for tests).
     bool allow_io_uring = true;
+    // Threads that read a buffered file's bulk with pread, so cached pages are copied on several
+    // cores at once (0: io_uring alone). Unset: up to 8 where the process may use 4 cores or
+    // more, else 0; the environment's RINGLOAD_BUFFERED_READ_THREADS=N overrides it.
+    std::optional<std::size_t> buffered_read_threads;
 };
 
 Result<std::unique_ptr<Source>> open_file_source(asio::io_context& loop, const std::string& path,

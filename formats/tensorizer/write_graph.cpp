@@ -298,6 +298,12 @@ Result<bool> WriteGraph::hash_step(Record& record) {
     HashState& state = *record.hashing;
     const bool with_crc = !record.encrypted();
     if (state.hashed_bytes == 0) {
+        // A converted file's module indexes come with its tensors' headers, read by the time
+        // their bytes are ready: the header (and what its hashes cover) takes the value then.
+        if (record.spec.module_index != record.tensor->module_index) {
+            record.spec.module_index = record.tensor->module_index;
+            record.hash_prefix = hash_prefix_of(record.spec);
+        }
         state.crc.update(record.hash_prefix);
         state.sha.update(record.hash_prefix);
     }

@@ -13,7 +13,9 @@ The real tensorizer (PyPI, in the project's .venv) as an independent peer:
      starting with U+001E, a tensor over five cipher chunks; 4,000 tensors, past tensorizer's
      fixed 256 KiB index) load in tensorizer with
      verify_hash=True to the values they were written from (the writer tool's manifest);
-  5. `ringload convert` re-encrypts a tensorizer-written file, and tensorizer decrypts ours.
+  5. `ringload convert` re-encrypts a tensorizer-written file, and tensorizer decrypts ours;
+  6. `ringload convert` of a file tensorizer wrote with several module indexes (write_tensor's
+     idx, 0 to 65535; tensors of several MiB, so several batches) is byte-identical to it.
 Exits 77 (skipped, with the reason) where tensorizer cannot be imported.
 """
 import hashlib
@@ -162,6 +164,24 @@ with tempfile.TemporaryDirectory() as tmp:
             check(f"ours {entry['file']} {e[0]} in tensorizer", t == e, f"tensorizer {t} != written {e}")
         for o, e in zip(ringload_view(path, *args), expected):
             check(f"ours {entry['file']} {e[0]} in ringload", o == e, f"ringload {o} != written {e}")
+
+# 6. Every per-tensor header field survives a rewrite: module indexes other than 0 included.
+with tempfile.TemporaryDirectory() as tmp:
+    from tensorizer.serialization import TensorType
+    theirs_path, ours_path = os.path.join(tmp, "modules.tensors"), os.path.join(tmp, "rewritten.tensors")
+    generator = torch.Generator().manual_seed(6)
+    serializer = TensorSerializer(theirs_path)
+    for i, module in enumerate([0, 1, 1, 7, 300, 65535, 2, 2]):
+        rows = 1 + (i % 3) * 1000  # up to 8 MiB: the rewrite loads in several batches
+        kind = (TensorType.PARAM, TensorType.BUFFER, TensorType.STATE_DICT)[i % 3]
+        serializer.write_tensor(module, f"layer{i}.weight", kind, torch.randn(rows, 1024, generator=generator))
+    serializer.close()
+    subprocess.run([RINGLOAD, "convert", theirs_path, ours_path], check=True, capture_output=True, timeout=300)
+    with open(theirs_path, "rb") as theirs, open(ours_path, "rb") as ours:
+        a, b = theirs.read(), ours.read()
+    first = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), None)
+    check("convert keeps module indexes: byte-identical", a == b,
+          f"sizes {len(a)} / {len(b)}, first difference at byte {first}")
 
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

@@ -221,6 +221,11 @@ Result<void> StreamedTensors::load_batch(std::size_t from, std::size_t to) {
                                             " bytes, " + std::to_string(tensor.bytes.size()) + " expected)");
         }
     }
+    // tensorizer's module indexes are in the per-tensor headers, not the index the writer was
+    // planned from: set before the bytes count as ready (the writer's hashes cover them).
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+        tensors_[batch[k]].module_index = model.tensors[k].info.module_index;
+    }
     std::lock_guard lock(mutex_);
     stats_.bytes_loaded += model.bytes;
     stats_.bytes_read += model.bytes_read;

@@ -5,8 +5,10 @@
 #include "open_input.hpp"
 #include "tensor_json.hpp"
 
+#include "ringload/printable.hpp"
 #include "ringload/ringload.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -58,7 +60,7 @@ public:
         }
         if (tensor.storage_index) { // where a torch view lies: "  storage 3 +16 stride [1, 4]"
             buffer_ += "  storage ";
-            buffer_ += up_to_nul(index.storages[*tensor.storage_index].key);
+            padded(index.storages[*tensor.storage_index].key, 0);
             if (tensor.storage_offset != 0) {
                 buffer_ += " +";
                 number(buffer_, tensor.storage_offset);
@@ -79,8 +81,7 @@ public:
 
 private:
     static constexpr std::size_t flush_bytes = std::size_t{1} << 20;
-
-    static std::string_view up_to_nul(std::string_view text) { return text.substr(0, text.find('\0')); }
+    static constexpr std::size_t longest_name_bytes = 200;
 
     static void number(std::string& out, std::uint64_t value) {
         std::array<char, 20> digits;
@@ -99,12 +100,22 @@ private:
         out += ']';
     }
 
+    // Names from the file are printed inert (escapes for control characters, bidi overrides and
+    // bytes that are not UTF-8; cut at 200 bytes); short plain ASCII, nearly every name, as it is.
     void padded(std::string_view text, std::size_t width) {
-        text = up_to_nul(text);
-        buffer_ += text;
-        if (text.size() < width) {
-            buffer_.append(width - text.size(), ' ');
+        const std::size_t start = buffer_.size();
+        if (text.size() <= longest_name_bytes && plain_ascii(text)) {
+            buffer_ += text;
+        } else {
+            buffer_ += printable(text, longest_name_bytes);
         }
+        if (const std::size_t written = buffer_.size() - start; written < width) {
+            buffer_.append(width - written, ' ');
+        }
+    }
+
+    static bool plain_ascii(std::string_view text) {
+        return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
     }
 
     std::string buffer_;
@@ -158,9 +169,9 @@ int run_info(const InfoArgs& args) {
         std::cout << std::string_view(text).substr(rows_at) << "\n";
         return 0;
     }
-    std::printf("format: %s\n", about.text.c_str());
+    std::printf("format: %s\n", printable(about.text).c_str());
     for (const auto& [key, value] : index.metadata) {
-        std::printf("  metadata %s = %s\n", key.c_str(), value.c_str());
+        std::printf("  metadata %s = %s\n", printable(key, 200).c_str(), printable(value, 1000).c_str());
     }
     std::printf("%zu tensors, %llu bytes of tensor data, file %llu bytes\n", index.tensors.size(),
                 static_cast<unsigned long long>(index.total_tensor_bytes()),

@@ -8,6 +8,7 @@
 #include "progress_bar.hpp"
 #include "tensor_json.hpp"
 
+#include "ringload/printable.hpp"
 #include "ringload/ringload.hpp"
 
 #include <chrono>
@@ -104,7 +105,7 @@ void print_json(const LoadedModel& model, const Index& index, bool with_sha256, 
 void print_summary(const LoadedModel& model, bool with_sha256) {
     if (with_sha256) {
         for (const auto& tensor : model.tensors) {
-            std::printf("%s  %s\n", tensor.sha256_hex.c_str(), tensor.info.display_name().c_str());
+            std::printf("%s  %s\n", tensor.sha256_hex.c_str(), printable(tensor.info.display_name()).c_str());
         }
     }
     double rate = model.seconds > 0 ? static_cast<double>(model.bytes) / model.seconds / 1e9 : 0;

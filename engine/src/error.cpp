@@ -1,6 +1,8 @@
 // engine/src/error.cpp
 #include "ringload/error.hpp"
 
+#include "ringload/printable.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -47,12 +49,15 @@ std::string_view errc_name(errc code) noexcept {
 }
 
 std::string Error::message() const {
+    // The detail quotes what came from outside (names, reason phrases, URLs): made inert here,
+    // where every message is printed from, and cut where a hostile value made it huge.
+    constexpr std::size_t longest_message_bytes = 4096;
     std::string text(errc_name(code));
     if (!detail.empty()) {
         text += ": ";
         text += detail;
     }
-    return text;
+    return printable(redact_secrets(text), longest_message_bytes);
 }
 
 Error with_context(Error error, std::string_view where) {

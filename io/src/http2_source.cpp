@@ -1,5 +1,6 @@
 // io/src/http2_source.cpp
 #include "ringload/io/http2_source.hpp"
+#include "ringload/io/url.hpp"
 
 #include "connect.hpp"
 #include "http2_connection.hpp"
@@ -25,7 +26,7 @@ class Http2Source final : public NetworkSource {
 public:
     Http2Source(asio::io_context& loop, Url url, HttpSourceOptions options, std::size_t streams, bool allow_http1)
         : url_(std::move(url)),
-          name_(url_.text()),
+          name_(uri_for_messages(url_.text())), // what messages show: no signature
           options_(std::move(options)),
           streams_per_connection_(std::max<std::size_t>(streams, 1)),
           allow_http1_(allow_http1),

@@ -54,7 +54,7 @@ class HttpSource final : public NetworkSource {
 public:
     HttpSource(asio::io_context& loop, Url url, HttpSourceOptions options)
         : url_(std::move(url)),
-          name_(url_.text()),
+          name_(uri_for_messages(url_.text())), // what messages show: no signature
           options_(options),
           object_(name_),
           backoff_(options_.backoff_base, options_.backoff_max),

@@ -1,6 +1,8 @@
 // io/src/url.cpp
 #include "ringload/io/url.hpp"
 
+#include "ringload/printable.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -58,7 +60,9 @@ Result<Url> parse_http_url(std::string_view text) {
     return url;
 }
 
-std::string uri_for_messages(std::string_view uri) {
+std::string uri_for_messages(std::string_view text) {
+    const std::string redacted = redact_secrets(text); // presigned URLs' signatures, SAS tokens
+    const std::string_view uri = redacted;
     const auto scheme_end = uri.find("://");
     if (scheme_end == std::string_view::npos) {
         return std::string(uri);

@@ -25,7 +25,8 @@ struct Url {
 Result<Url> parse_http_url(std::string_view text);
 
 // The URI as messages may show it: a password in its user info ("redis://u:secret@h/p")
-// replaced by "***". Anything else is returned as it is.
+// replaced by "***", and signed or secret query parameters (a presigned URL's X-Amz-Signature,
+// an Azure SAS sig=, token=) by REDACTED (redact_secrets). Anything else as it is.
 std::string uri_for_messages(std::string_view uri);
 
 } // namespace ringload

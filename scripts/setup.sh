@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(
-    build-essential cmake ninja-build ccache pkg-config git clang clang-format
+    build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev
     liburing-dev libboost1.81-dev libssl-dev libsodium-dev libnghttp2-dev libisal-dev
     libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
     fio python3 python3-venv python3-dev python3-torch python3-numpy python3-pytest

@@ -16,6 +16,7 @@
 #include "ringload/io/file_source.hpp"
 #include "ringload/io/remote_source.hpp"
 #include "ringload/memory_backing.hpp"
+#include "ringload/memory_room.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
 #include "tensor_handover.hpp"
@@ -313,6 +314,22 @@ Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, cons
         return load_mapped(options, layout);
     }
     if (ordinal == gpu::cpu_ordinal) {
+        // Memory the load would take past what the process may use: the kernel's OOM killer
+        // would end it without a word. Checked before anything is read.
+        const std::uint64_t need = host_bytes_needed(options, layout);
+        constexpr std::uint64_t unchecked_bytes = 64 << 20; // small loads (safe_open's get_tensor) skip the reads
+        if (std::optional<MemoryRoom> room; need > unchecked_bytes && (room = memory_room()) && need > room->bytes) {
+            const std::optional<std::string> why_not = why_not_mapped(options, layout, ordinal);
+            if (options.placement == Placement::automatic && !why_not) {
+                return load_mapped(options, layout); // the file's pages: memory the kernel can reclaim
+            }
+            return fail(errc::out_of_memory,
+                        source_name() + ": the load needs " + std::to_string(need) +
+                            " bytes of memory and the process " + "may take " + std::to_string(room->bytes) +
+                            " more (" + room->limited_by +
+                            ") before the kernel kills it: load fewer tensors (a filter) or give it more memory" +
+                            (why_not ? "" : ", or leave the tensors in the file's pages (placement mapped)"));
+        }
         return views ? load_storages_to_host(options, layout, pool) : load_to_host(options, layout, pool);
     }
     return views ? load_storages_to_device(options, layout, pool, ordinal)

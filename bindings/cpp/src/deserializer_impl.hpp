@@ -95,6 +95,8 @@ struct Deserializer::Impl {
     // file's pages, or nothing when it can; and that load.
     std::optional<std::string> why_not_mapped(const LoadOptions& options, const LoadLayout& layout, int ordinal) const;
     Result<LoadedModel> load_mapped(const LoadOptions& options, const LoadLayout& layout);
+    // Host memory a load to the CPU allocates (its arena, conversion scratch, torch copies).
+    std::uint64_t host_bytes_needed(const LoadOptions& options, const LoadLayout& layout) const;
     Result<LoadedModel> load_to_device(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
                                        int ordinal);
     // torch zip: the storages the wanted tensors view are read into one block, and the

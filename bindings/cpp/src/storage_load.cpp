@@ -76,6 +76,20 @@ void copy_tensor(std::byte* out, const TensorInfo& stored, const PlannedTensor& 
 
 } // namespace
 
+std::uint64_t Deserializer::Impl::host_bytes_needed(const LoadOptions& options, const LoadLayout& layout) const {
+    if (!index.format->tensors_view_storages) {
+        return layout.owned_bytes + layout.raw_bytes;
+    }
+    std::uint64_t bytes = plan_storage_block(index, wanted_tensors(layout)).bytes; // as load_storages_to_host
+    for (const auto& planned : layout.tensors) {
+        const TensorInfo& stored = index.tensors[planned.index];
+        if (planned.given == nullptr && (planned.converts || (options.contiguous && !is_c_contiguous(stored)))) {
+            bytes += planned.byte_length;
+        }
+    }
+    return bytes;
+}
+
 Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions& options, const LoadLayout& layout,
                                                               WorkerPool& pool) {
     RL_TRY(ring_in_use, ring_for(options));

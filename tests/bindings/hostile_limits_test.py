@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""tests/bindings/hostile_limits_test.py RINGLOAD DATA_DIR: claims that would make memory or time grow (issue #27, part 2).
+
+Files whose headers claim what no honest file of their size can hold: a tensorizer index of
+2^40 tensors or 2^40 bytes, a tensor of 2^60 bytes, dims whose product overflows; a
+safetensors length field of 2^60, shapes whose product overflows 64 bits, offsets to 2^60; a
+zip end record claiming 65,535 entries or a zip64 record claiming 2^40 in a few bytes; pickles
+that claim a 2^60-byte bytes object or a 2^40-character string, or nest marks a million deep.
+Each must be refused by `ringload info` and `ringload load` with one clear error naming the file
+(exit status 1, never a signal), in under 10 s and under 512 MiB of peak memory: before memory or
+time grows with the claim. Standard library only.
+"""
+import io
+import os
+import resource
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+RINGLOAD, DATA = sys.argv[1], sys.argv[2]
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, condition, detail=""):
+    results["passed" if condition else "failed"] += 1
+    if not condition:
+        print(f"FAIL {name}: {detail}")
+
+
+def refused(label, path, *extra):
+    for command in ("info", "load"):
+        started = time.monotonic()
+        process = subprocess.Popen([RINGLOAD, command, path, *extra], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            _, stderr = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            check(f"{label}: {command} ends", False, "still running after 30 s")
+            continue
+        seconds = time.monotonic() - started
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        lines = stderr.strip().splitlines()
+        check(f"{label}: {command} refuses with exit status 1", process.returncode == 1,
+              f"exit {process.returncode}: {stderr[-300:]}")
+        check(f"{label}: {command} says so in one line naming the file",
+              len(lines) == 1 and os.path.basename(path) in lines[0], stderr[-300:])
+        check(f"{label}: {command} in under 10 s", seconds < 10, f"{seconds:.1f} s")
+        check(f"{label}: {command} under 512 MiB", peak_mib < 512, f"{peak_mib:.0f} MiB")
+
+
+def patched(path, at, fmt, value, out):
+    data = bytearray(open(path, "rb").read())
+    struct.pack_into(fmt, data, at, value)
+    with open(out, "wb") as f:
+        f.write(data)
+    return out
+
+
+def safetensors(out, header_text, data_bytes=16):
+    header = header_text.encode()
+    with open(out, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + bytes(data_bytes))
+    return out
+
+
+def torch_zip(out, pickle_bytes, records=None):
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("archive/data.pkl", pickle_bytes)
+        for name, data in (records or {}).items():
+            archive.writestr(f"archive/data/{name}", data)
+        archive.writestr("archive/version", b"3\n")
+    return out
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    tiny = os.path.join(DATA, "tensorizer", "tiny_v1.tensors")  # entry 'a': dims at 83, data_length at 102
+    refused("tensorizer: 2^40 tensors", patched(tiny, 57, "<Q", 1 << 40, f"{tmp}/count.tensors"))
+    refused("tensorizer: a 2^40-byte index", patched(tiny, 65, "<Q", 1 << 40, f"{tmp}/index.tensors"))
+    refused("tensorizer: a 2^60-byte tensor", patched(tiny, 102, "<Q", 1 << 60, f"{tmp}/length.tensors"))
+    refused("tensorizer: dims of 2^32-1", patched(tiny, 83, "<I", 0xFFFFFFFF, f"{tmp}/dims.tensors"))
+
+    refused("safetensors: a 2^60-byte header", patched(
+        safetensors(f"{tmp}/h.safetensors", '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'),
+        0, "<Q", 1 << 60, f"{tmp}/header_length.safetensors"))
+    refused("safetensors: a shape whose product overflows", safetensors(
+        f"{tmp}/overflow.safetensors",
+        '{"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,16]}}'))
+    refused("safetensors: offsets to 2^60", safetensors(
+        f"{tmp}/offsets.safetensors", '{"a":{"dtype":"U8","shape":[1152921504606846976],'
+        '"data_offsets":[0,1152921504606846976]}}'))
+    many = "{" + ",".join(f'"t{i}":{{"dtype":"F32","shape":[1000000],"data_offsets":[0,4000000]}}'
+                          for i in range(20000)) + "}"
+    refused("safetensors: 20,000 tensors of 4 MB in 16 bytes", safetensors(f"{tmp}/many.safetensors", many))
+
+    plain = os.path.join(DATA, "torch", "plain_state_dict.pt")
+    data = open(plain, "rb").read()
+    end = data.rfind(b"PK\x05\x06")
+    record = data.rfind(b"PK\x06\x06")  # torch writes zip64 end records: theirs are the values read
+    patched(plain, record + 24, "<Q", 65535, f"{tmp}/entries.pt")
+    refused("zip: an end record claiming 65,535 entries", patched(f"{tmp}/entries.pt", record + 32, "<Q", 65535,
+                                                                  f"{tmp}/entries.pt"))
+    refused("zip: a directory claimed larger than the file",
+            patched(plain, record + 40, "<Q", 1 << 40, f"{tmp}/directory.pt"))
+    # A zip64 end record (and its locator) claiming 2^40 entries before the classic end record.
+    zip64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, 1 << 40, 1 << 40, 46, 0)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, len(data[:end]), 1)
+    with open(f"{tmp}/zip64.pt", "wb") as f:
+        f.write(data[:end] + zip64 + locator + data[end:end + 8] + b"\xff\xff\xff\xff" + b"\xff\xff\xff\xff"
+                + b"\xff\xff\xff\xff" + b"\x00\x00")
+    refused("zip: a zip64 record claiming 2^40 entries", f"{tmp}/zip64.pt")
+
+    refused("pickle: a bytes object of 2^60 bytes",
+            torch_zip(f"{tmp}/bytes8.pt", b"\x80\x04\x8e" + struct.pack("<Q", 1 << 60) + b"abc."))
+    refused("pickle: a string of 2^40 characters",
+            torch_zip(f"{tmp}/unicode8.pt", b"\x80\x04\x8d" + struct.pack("<Q", 1 << 40) + b"abc."))
+    refused("pickle: BINUNICODE claiming 2^31-1 bytes",
+            torch_zip(f"{tmp}/unicode4.pt", b"\x80\x02X" + struct.pack("<I", 0x7FFFFFFF) + b"abc."))
+    refused("pickle: BINSTRING claiming 2^31-1 bytes",
+            torch_zip(f"{tmp}/string4.pt", b"\x80\x02T" + struct.pack("<i", 0x7FFFFFFF) + b"abc."))
+    refused("pickle: a million nested marks", torch_zip(f"{tmp}/marks.pt", b"\x80\x02" + b"(" * 1_000_000 + b"."))
+    refused("pickle: a list of 2^31 elements claimed by LONG4",
+            torch_zip(f"{tmp}/long4.pt", b"\x80\x02\x8b" + struct.pack("<i", 0x7FFFFFFF) + b"\x01."))
+
+print(f"{results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)

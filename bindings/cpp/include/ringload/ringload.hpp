@@ -79,7 +79,9 @@ enum class Prefault {
 enum class Placement {
     // The arena, for now: the file's pages were the fastest at best but far less steady than
     // the arena or safetensors on a quiet machine (docs/benchmarks.md, "A load in a server's
-    // conditions"), so they are used only when asked for.
+    // conditions"), so they are used only when asked for, or when the arena would not fit in
+    // the memory the process may still take (MemAvailable, memory cgroup limits) and the file
+    // can stay in its pages; a load that fits neither is refused (errc::out_of_memory).
     automatic,
     arena, // the load's own memory, filled through the ring (O_DIRECT reads, worker copies)
     // The file mapped copy-on-write, its pages read ahead by the kernel and handed over as

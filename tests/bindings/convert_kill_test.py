@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""tests/bindings/convert_kill_test.py RINGLOAD [TRIALS]: kill -9 at random points of conversions (issue #27, part 3).
+
+`ringload convert` of a 256 MiB safetensors file to each of the three formats, killed with
+SIGKILL at a random moment of its run (uniform over an uninterrupted run's time, seeded): after
+every kill the target is either absent or a whole file that loads with its hashes verified and
+holds the source's bytes, and no other file is left in the directory. Prints the figures
+(kills, how many landed before/after the rename). Standard library only.
+"""
+import hashlib
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+RINGLOAD = sys.argv[1]
+TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 12
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, condition, detail=""):
+    results["passed" if condition else "failed"] += 1
+    if not condition:
+        print(f"FAIL {name}: {detail}")
+
+
+def loaded_sha256(path):
+    """The sorted sha256 of the tensors as loaded (tensorizer's stored hashes checked too)."""
+    verify = ["--verify"] if path.endswith(".tensors") else []  # the other formats store no checksums
+    out = subprocess.run([RINGLOAD, "load", path, *verify, "--sha256", "--json"], capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        return None, out.stderr
+    return sorted(t["sha256"] for t in json.loads(out.stdout)["tensors"]), ""
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    source = os.path.join(tmp, "source.safetensors")
+    rng = random.Random(27)
+    with open(source, "wb") as f:  # 4 tensors of 64 MiB with varied bytes (not a sparse file)
+        header = {f"t{i}": {"dtype": "U8", "shape": [64 << 20], "data_offsets": [i << 26, (i + 1) << 26]}
+                  for i in range(4)}
+        encoded = json.dumps(header).encode()
+        encoded += b" " * (-len(encoded) % 8)
+        f.write(struct.pack("<Q", len(encoded)) + encoded)
+        block = rng.randbytes(1 << 20)
+        for i in range(256):
+            f.write(block[i:] + block[:i])
+    expected, why = loaded_sha256(source)
+    if expected is None:
+        sys.exit(f"FAIL: the source does not load: {why}")
+    out_dir = os.path.join(tmp, "out")
+    os.mkdir(out_dir)
+    figures = {}
+    for extension in os.environ.get("KILL_FORMATS", ".tensors .safetensors .pt").split():
+        target = os.path.join(out_dir, "model" + extension)
+        started = time.monotonic()
+        subprocess.run([RINGLOAD, "convert", source, target], check=True, capture_output=True, timeout=300)
+        whole_run = time.monotonic() - started
+        os.remove(target)
+        before = after = 0
+        for trial in range(TRIALS):
+            process = subprocess.Popen([RINGLOAD, "convert", source, target], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.0, whole_run * 1.1))
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            left = sorted(os.listdir(out_dir))
+            if not left:
+                before += 1
+            else:
+                after += 1
+                check(f"{extension} kill {trial}: only the target remains", left == ["model" + extension], left)
+                got, why = loaded_sha256(target)
+                check(f"{extension} kill {trial}: the target is whole and verified", got == expected,
+                      why or f"{len(got or [])} tensors loaded, sha256 {got} != {expected}")
+                if got != expected:
+                    os.replace(target, os.path.join(tmp, "..", f"ringload-kill-failure{extension}"))
+                    continue
+                os.remove(target)
+        figures[extension] = (TRIALS, before, after, whole_run)
+    for extension, (kills, before, after, seconds) in figures.items():
+        print(f"convert to {extension}: {kills} kills over a {seconds:.2f} s run: {before} left nothing, "
+              f"{after} left the whole file, 0 partial")
+
+print(f"{results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)

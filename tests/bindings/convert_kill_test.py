@@ -18,15 +18,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
 RINGLOAD = sys.argv[1]
 TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 12
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
+checks = Checks()
+check = checks.check
 
 
 def loaded_sha256(path):
@@ -62,6 +60,8 @@ with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
         subprocess.run([RINGLOAD, "convert", source, target], check=True, capture_output=True, timeout=300)
         whole_run = time.monotonic() - started
+        got, why = loaded_sha256(target)
+        check(f"{extension}: an uninterrupted conversion holds the source's bytes", got == expected, why)
         os.remove(target)
         before = after = 0
         for trial in range(TRIALS):
@@ -88,5 +88,4 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"convert to {extension}: {kills} kills over a {seconds:.2f} s run: {before} left nothing, "
               f"{after} left the whole file, 0 partial")
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

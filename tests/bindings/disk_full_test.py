@@ -14,14 +14,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
 RINGLOAD = sys.argv[1]
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
+checks = Checks()
+check = checks.check
 
 
 def safetensors(path, megabytes):
@@ -61,5 +59,4 @@ with tempfile.TemporaryDirectory() as tmp:
     finally:
         subprocess.run(["umount", small], check=False)
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

@@ -20,14 +20,12 @@ import tempfile
 import time
 import zipfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
 RINGLOAD, DATA = sys.argv[1], sys.argv[2]
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
+checks = Checks()
+check = checks.check
 
 
 def refused(label, path, *extra):
@@ -126,5 +124,4 @@ with tempfile.TemporaryDirectory() as tmp:
     refused("pickle: a list of 2^31 elements claimed by LONG4",
             torch_zip(f"{tmp}/long4.pt", b"\x80\x02\x8b" + struct.pack("<i", 0x7FFFFFFF) + b"\x01."))
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

@@ -18,16 +18,14 @@ import sys
 import tempfile
 import zipfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
 RINGLOAD, DATA = sys.argv[1], sys.argv[2]
-results = {"passed": 0, "failed": 0}
+checks = Checks()
+check = checks.check
 HOSTILE = ["\x1b[31mred\x1b[0m", "\x1b]0;pwned\x07title", "\u202eevil.weight", "ok.weight", "x" * 5000,
            "\u6a21\u578b.weight"]
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
 
 
 def run(*args):
@@ -130,5 +128,4 @@ with tempfile.TemporaryDirectory() as tmp:
         check("presigned URL from Python: no signature or credential",
               "SIGNATURE" not in out.stdout and "AKIASECRETCRED" not in out.stdout, out.stdout)
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

@@ -16,15 +16,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
 RINGLOAD, DATA = sys.argv[1], sys.argv[2]
 LIMIT = 512 << 20
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    results["passed" if condition else "failed"] += 1
-    if not condition:
-        print(f"FAIL {name}: {detail}")
+checks = Checks()
+check = checks.check
 
 
 def skip(why):
@@ -95,5 +93,4 @@ try:
 finally:
     os.rmdir(cgroup)
 
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(checks.finish())

@@ -157,6 +157,9 @@ private:
 // How many pread threads read a buffered file's bulk (0: io_uring alone): the caller's choice,
 // else the environment's RINGLOAD_BUFFERED_READ_THREADS (benchmarks), else by the usable cores.
 std::size_t buffered_read_threads(bool reads_are_buffered, std::optional<std::size_t> chosen) {
+    if (!reads_are_buffered) {
+        return 0; // O_DIRECT bulk reads copy nothing on the submitting thread
+    }
     if (chosen) {
         return *chosen;
     }
@@ -164,7 +167,7 @@ std::size_t buffered_read_threads(bool reads_are_buffered, std::optional<std::si
         return static_cast<std::size_t>(std::strtoul(forced, nullptr, 10));
     }
     const std::size_t cores = available_cores();
-    if (!reads_are_buffered || cores < min_cores_for_parallel_reads) {
+    if (cores < min_cores_for_parallel_reads) {
         return 0; // one or two cores: the inline copies leave them to the rest of the load
     }
     return std::min(cores, max_buffered_read_threads);

@@ -325,8 +325,8 @@ Result<LoadedModel> Deserializer::Impl::load_on(const LoadOptions& options, cons
             }
             return fail(errc::out_of_memory,
                         source_name() + ": the load needs " + std::to_string(need) +
-                            " bytes of memory and the process " + "may take " + std::to_string(room->bytes) +
-                            " more (" + room->limited_by +
+                            " bytes of memory and the process may take " + std::to_string(room->bytes) + " more (" +
+                            room->limited_by +
                             ") before the kernel kills it: load fewer tensors (a filter) or give it more memory" +
                             (why_not ? "" : ", or leave the tensors in the file's pages (placement mapped)"));
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/setup.sh: installs everything ringload needs on Debian 12, idempotently.
 #   - Debian packages (apt-get): compilers, CMake, Ninja, ccache and the C/C++ libraries;
-#     fio (the disk reference); python3-torch and python3-venv for the Python-side tests;
+#     fio (the disk reference); libfuse3 (the disk-fault test's file system); python3-torch and python3-venv for the Python-side tests;
 #     nginx-light and redis-server (the real servers of the network tests; started by the
 #     tests on 127.0.0.1 only), nghttp2-client (h2load) and curl (network references).
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
@@ -23,7 +23,7 @@ apt_packages=(
     liburing-dev libboost1.81-dev libssl-dev libsodium-dev libnghttp2-dev libisal-dev
     libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
     fio python3 python3-venv python3-dev python3-torch python3-numpy python3-pytest
-    nginx-light nghttp2-client curl redis-server python3-matplotlib
+    nginx-light nghttp2-client curl redis-server python3-matplotlib libfuse3-dev fuse3
 )
 missing=()
 for package in "${apt_packages[@]}"; do

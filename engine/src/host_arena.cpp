@@ -107,9 +107,11 @@ Result<void> HostArena::read_in(std::size_t offset_bytes, std::size_t length_byt
         }
         return {};
     }
-    return fail(errc::io_error, "reading the mapped file's bytes [" + std::to_string(offset_bytes) + ", +" +
-                                    std::to_string(length_bytes) + ") failed (" + std::strerror(errno) +
-                                    (errno == EFAULT ? ": the file was cut short while it was loaded)" : ")"));
+    return fail(
+        errc::io_error,
+        "reading the mapped file's bytes [" + std::to_string(offset_bytes) + ", +" + std::to_string(length_bytes) +
+            ") failed (" + std::strerror(errno) +
+            (errno == EFAULT ? ": the file was cut short, or the disk failed to read it, while it was loaded)" : ")"));
 }
 
 void HostArena::read_ahead(std::size_t offset_bytes, std::size_t length_bytes) const {

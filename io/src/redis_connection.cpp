@@ -8,11 +8,20 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 namespace ringload {
 
 namespace beast = boost::beast;
+
+namespace {
+std::string seconds_text(std::chrono::milliseconds duration) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g s", static_cast<double>(duration.count()) / 1000.0);
+    return text;
+}
+} // namespace
 
 void append_redis_command(std::string& wire, std::span<const std::string_view> args) {
     wire += '*';
@@ -39,10 +48,9 @@ RedisConnection::~RedisConnection() {
 Error RedisConnection::transport_failure(const std::string& what, const boost::system::error_code& ec) {
     retryable_ = true;
     connected_ = false;
-    std::string why = ec == beast::error::timeout
-                          ? "no answer within " + std::to_string(timeout_.count() / 1000.0) + " s"
-                      : ec == asio::error::eof ? "the server closed the connection"
-                                               : ec.message();
+    std::string why = ec == beast::error::timeout ? "no answer within " + seconds_text(timeout_)
+                      : ec == asio::error::eof    ? "the server closed the connection"
+                                                  : ec.message();
     return fail(errc::io_error, name_ + ": " + endpoint_ + ": " + what + ": " + why);
 }
 
@@ -91,9 +99,9 @@ Task<Result<void>> RedisConnection::send(const std::string& wire) {
     co_return Result<void>();
 }
 
-// At least one more byte into buffer_.
-Task<Result<void>> RedisConnection::read_more() {
-    stream_.expires_after(timeout_);
+// At least one more byte into buffer_, by `deadline`.
+Task<Result<void>> RedisConnection::read_more(std::chrono::steady_clock::time_point deadline) {
+    stream_.expires_at(deadline);
     auto reading = stream_.async_read_some(buffer_.prepare(64 << 10), use_task);
     auto done = co_await std::move(reading);
     auto& [ec, n] = done;
@@ -107,8 +115,16 @@ Task<Result<void>> RedisConnection::read_more() {
 Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire, std::size_t reply_count) {
     auto sending = send(wire);
     RL_CO_TRY_VOID(co_await std::move(sending));
+    // These replies are small (AUTH, SCAN pages, STRLENs): a server that trickles bytes or
+    // sends without end (a 2^62-byte bulk string, an array of 2^30 elements, a line with no
+    // end) must not hold us or grow hiredis's buffers and reply objects with its claim. So the
+    // whole exchange has one deadline and each reply at most reply_bytes_max bytes on the wire
+    // (memory is within a small multiple of that).
+    constexpr std::size_t reply_bytes_max = 8 << 20;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
     std::vector<RedisReply> replies;
     replies.reserve(reply_count);
+    std::size_t reply_bytes = 0; // fed to the reader since the last whole reply
     while (replies.size() < reply_count) {
         void* reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
@@ -116,16 +132,21 @@ Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire
         }
         if (reply != nullptr) {
             replies.emplace_back(static_cast<redisReply*>(reply));
+            reply_bytes = reader_->len - reader_->pos;
             continue;
         }
+        if (reply_bytes > reply_bytes_max) {
+            co_return protocol_failure("a reply longer than 8 MiB where a short one was expected");
+        }
         if (buffer_.size() == 0) {
-            auto reading = read_more();
+            auto reading = read_more(deadline);
             RL_CO_TRY_VOID(co_await std::move(reading));
         }
         const auto data = buffer_.data();
         if (redisReaderFeed(reader_, static_cast<const char*>(data.data()), data.size()) != REDIS_OK) {
             co_return protocol_failure("out of memory while parsing a reply");
         }
+        reply_bytes += data.size();
         buffer_.consume(data.size());
     }
     co_return replies;
@@ -133,6 +154,7 @@ Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire
 
 Task<Result<std::string>> RedisConnection::read_line() {
     constexpr std::size_t line_bytes_max = 64 << 10;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_; // a trickled line ends too
     for (;;) {
         const auto data = buffer_.data();
         const std::string_view text(static_cast<const char*>(data.data()), data.size());
@@ -144,7 +166,7 @@ Task<Result<std::string>> RedisConnection::read_line() {
         if (text.size() > line_bytes_max) {
             co_return protocol_failure("a reply line longer than 64 KiB");
         }
-        auto reading = read_more();
+        auto reading = read_more(deadline);
         RL_CO_TRY_VOID(co_await std::move(reading));
     }
 }

@@ -78,7 +78,7 @@ private:
     Error transport_failure(const std::string& what, const boost::system::error_code& ec);
     Error protocol_failure(const std::string& what);
     Task<Result<void>> send(const std::string& wire);
-    Task<Result<void>> read_more();
+    Task<Result<void>> read_more(std::chrono::steady_clock::time_point deadline);
     Task<Result<std::string>> read_line();
     Task<Result<void>> read_into(std::span<std::byte> dst);
 

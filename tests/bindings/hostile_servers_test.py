@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""tests/bindings/hostile_servers_test.py RINGLOAD: servers that would make memory or time grow (issue #27, part 2).
+
+A server on 127.0.0.1 (ours, below: raw bytes on a socket, no library to tidy them up) answers
+every request with something no honest server sends: HTTP/1.1 heads that never end or a header
+line without an end, an endless chunked body, a chunk of 2^62 bytes, a Content-Length or a
+Content-Range of 2^62, an endless error body, redirects forever, a slow-loris trickle; HTTP/2
+(h2c) header blocks continued forever; Redis bulk strings and arrays of 2^62, a line without an
+end; an S3 error whose XML never ends. `ringload info` and `ringload load` of each must end with
+exit status 1 and one clear line naming the URL, within 30 s, under 512 MiB of peak memory: the
+client refuses before memory or time grows with the claim. Standard library only.
+"""
+import os
+import resource
+import socket
+import socketserver
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
+RINGLOAD = sys.argv[1]
+checks = Checks()
+check = checks.check
+SEND_FOR_SECONDS = 60  # a hostile behaviour stops sending after this: the client must be gone long before
+
+
+class Hostile(socketserver.ThreadingTCPServer):
+    """Answers every connection with `behaviour(connection)`; counts connections."""
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self):
+        self.behaviour = None
+        self.connections = 0
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def port(self):
+        return self.server_address[1]
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.server.connections += 1
+        self.request.settimeout(5)
+        try:
+            self.server.behaviour(self.request)
+        except OSError:
+            pass  # the client gave up: what we want
+
+
+def read_request(connection):
+    """Reads one HTTP/1.1 request head (the client's requests have no bodies here)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = connection.recv(65536)
+        if not more:
+            raise ConnectionError("client closed")
+        data += more
+    return data
+
+
+def send_forever(connection, head, piece):
+    connection.sendall(head)
+    ends = time.monotonic() + SEND_FOR_SECONDS
+    while time.monotonic() < ends:
+        connection.sendall(piece)
+
+
+def http_behaviour(head, piece=b""):
+    def behaviour(connection):
+        read_request(connection)
+        if piece:
+            send_forever(connection, head, piece)
+        else:
+            connection.sendall(head)
+            time.sleep(SEND_FOR_SECONDS)
+    return behaviour
+
+
+def slow_loris(connection):
+    read_request(connection)
+    for byte in b"HTTP/1.1 206 Partial Content\r\nX-Slow: " + b"a" * 10_000:
+        connection.sendall(bytes([byte]))
+        time.sleep(0.2)
+
+
+def redirect_to_self(server):
+    def behaviour(connection):
+        while True:
+            read_request(connection)
+            connection.sendall(f"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{server.port}/again\r\n"
+                               "Content-Length: 0\r\n\r\n".encode())
+    return behaviour
+
+
+def h2_frame(kind, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+def h2_literal(name, value):  # HPACK literal header field without indexing, new name (lengths < 127)
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def h2_continuation_flood(connection):
+    """A server preface, then HEADERS on stream 1 without END_HEADERS and CONTINUATION frames forever."""
+    data = b""
+    while len(data) < 24:
+        more = connection.recv(65536)
+        if not more:
+            return
+        data += more
+    connection.sendall(h2_frame(4, 0, 0, b"") + h2_frame(4, 1, 0, b""))  # SETTINGS, ack of theirs
+    block = h2_literal(b":status", b"206") + h2_literal(b"x-flood", b"v" * 100) * 100
+    connection.sendall(h2_frame(1, 0, 1, block))  # HEADERS, no END_HEADERS
+    continuation = h2_frame(9, 0, 1, h2_literal(b"x-flood", b"v" * 100) * 150)
+    send_forever(connection, b"", continuation * 16)
+
+
+def resp_behaviour(reply, piece=b""):
+    def behaviour(connection):
+        connection.recv(65536)
+        if piece:
+            send_forever(connection, reply, piece)
+        else:
+            connection.sendall(reply)
+            time.sleep(SEND_FOR_SECONDS)
+    return behaviour
+
+
+def redis_trickle(connection):
+    connection.recv(65536)
+    for byte in b"*2\r\n$1\r\n0\r\n*1\r\n$" + b"9" * 10_000:
+        connection.sendall(bytes([byte]))
+        time.sleep(0.2)
+
+
+def refused(server, label, url, *extra):
+    for command in ("info", "load"):
+        started = time.monotonic()
+        process = subprocess.Popen([RINGLOAD, command, url, "--timeout", "2", "--attempts", "2", *extra],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            check(f"{label}: {command} ends", False, "still running after 60 s")
+            continue
+        seconds = time.monotonic() - started
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        lines = stderr.strip().splitlines()
+        check(f"{label}: {command} refuses with exit status 1", process.returncode == 1,
+              f"exit {process.returncode}: {stderr[-300:]}")
+        check(f"{label}: {command} says so in one line naming the URL",
+              len(lines) == 1 and f"127.0.0.1:{server.port}" in lines[0], stderr[-300:])
+        check(f"{label}: {command} within 30 s", seconds < 30, f"{seconds:.1f} s")
+        check(f"{label}: {command} under 512 MiB", peak_mib < 512, f"{peak_mib:.0f} MiB")
+        print(f"  {label}: {command}: {seconds:.1f} s, {server.connections} connections: {lines[-1] if lines else ''}")
+        server.connections = 0
+
+
+HUGE = 1 << 62
+server = Hostile()
+http = f"http://127.0.0.1:{server.port}/model.safetensors"
+cases = [
+    ("HTTP/1.1: headers that never end",
+     http_behaviour(b"HTTP/1.1 206 Partial Content\r\n", b"X-Endless: " + b"a" * 100 + b"\r\n"), []),
+    ("HTTP/1.1: a header line without an end",
+     http_behaviour(b"HTTP/1.1 206 Partial Content\r\nX-Endless: ", b"a" * 65536), []),
+    ("HTTP/1.1: a status line without an end", http_behaviour(b"HTTP/1.1 206 ", b"a" * 65536), []),
+    ("HTTP/1.1: an endless chunked body",
+     http_behaviour(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-1023/4096\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n", b"4000\r\n" + b"\0" * 0x4000 + b"\r\n"), []),
+    ("HTTP/1.1: a chunk of 2^62 bytes",
+     http_behaviour(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-1023/4096\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n4000000000000000\r\n", b"\0" * 65536), []),
+    ("HTTP/1.1: chunk extensions that never end",
+     http_behaviour(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-1023/4096\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n10;", b"x" * 65536), []),
+    ("HTTP/1.1: a Content-Length of 2^62 ignoring Range",
+     http_behaviour(f"HTTP/1.1 200 OK\r\nContent-Length: {HUGE}\r\n\r\n".encode(), b"\0" * 65536), []),
+    ("HTTP/1.1: a Content-Range claiming 2^62 bytes",
+     http_behaviour(f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-{HUGE - 1}/{HUGE}\r\n"
+                    f"Content-Length: {HUGE}\r\n\r\n".encode(), b"\0" * 65536), []),
+    ("HTTP/1.1: an endless error body",
+     http_behaviour(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\n", b"denied " * 9000), []),
+    ("HTTP/1.1: an endless chunked error body",
+     http_behaviour(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    b"4000\r\n" + b"n" * 0x4000 + b"\r\n"), []),
+    ("HTTP/1.1: a slow-loris head (a byte every 0.2 s)", slow_loris, []),
+    ("HTTP/1.1: redirects forever", redirect_to_self(server), []),
+    ("HTTP/2: CONTINUATION frames forever", h2_continuation_flood, ["--http-version", "2"]),
+    ("S3: an error whose XML never ends",
+     http_behaviour(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n\r\n"
+                    b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>",
+                    b"no " * 20000), ["--s3-endpoint", f"http://127.0.0.1:{server.port}"]),
+]
+redis = f"redis://127.0.0.1:{server.port}/model"
+redis_cases = [
+    ("Redis: a bulk string of 2^62 bytes", resp_behaviour(f"${HUGE}\r\n".encode(), b"\0" * 65536)),
+    ("Redis: an array of 2^62 elements", resp_behaviour(f"*{HUGE}\r\n".encode(), b":1\r\n" * 16384)),
+    ("Redis: an array of 2^30 small elements, sent forever",
+     resp_behaviour(f"*{1 << 30}\r\n".encode(), b":1\r\n" * 16384)),
+    ("Redis: a trickled reply (a byte every 0.2 s)", redis_trickle),
+    ("Redis: nested arrays forever", resp_behaviour(b"", b"*1\r\n" * 16384)),
+    ("Redis: a line that never ends", resp_behaviour(b"+", b"a" * 65536)),
+    ("Redis: an error line that never ends", resp_behaviour(b"-ERR ", b"a" * 65536)),
+]
+with server:
+    for label, behaviour, extra in cases:
+        server.behaviour = behaviour
+        url = "s3://bucket/model.safetensors" if label.startswith("S3") else http
+        refused(server, label, url, *extra)
+    for label, behaviour in redis_cases:
+        server.behaviour = behaviour
+        refused(server, label, redis)
+    server.shutdown()
+
+sys.exit(checks.finish())

@@ -29,6 +29,11 @@ constexpr std::size_t copy_bytes = 4 << 20;           // file bytes read per sen
 constexpr std::size_t replies_pending_max = 64;       // SETs sent before their replies are read
 constexpr std::uint64_t bytes_pending_max = 64 << 20; // ... or this many bytes sent
 constexpr std::size_t keys_per_command = 512;         // keys per DEL
+// Temporary keys expire on their own after this (RENAME keeps it: the MULTI then PERSISTs each
+// key it puts in place): a publisher killed mid-way leaves nothing for ever. A publish that
+// takes more than half of it gives up before the switch, so that no temporary key can have
+// expired under it.
+constexpr std::chrono::hours temporary_key_lifetime{24};
 
 struct ContextFree {
     void operator()(redisContext* context) const { redisFree(context); }
@@ -157,6 +162,7 @@ public:
         }
         file_ = posix::FileDescriptor(fd);
         RL_TRY_VOID(session_.connect());
+        started_ = std::chrono::steady_clock::now();
         temporary_prefix_ = uri_.prefix + ".ringload-tmp-" + random_suffix();
         auto published = upload_and_switch(pieces);
         if (!published) {
@@ -193,6 +199,11 @@ private:
             }
         }
         RL_TRY_VOID(read_set_replies(replies_pending));
+        if (std::chrono::steady_clock::now() - started_ > temporary_key_lifetime / 2) {
+            return fail(errc::io_error, uri_.text + ": the upload took over " +
+                                            std::to_string((temporary_key_lifetime / 2).count()) +
+                                            " hours: its first keys may be expiring; nothing was changed");
+        }
         RL_TRY(old_keys, scan(redis_scan_pattern(uri_.prefix)));
 
         // One transaction: readers see the old keys or the new ones.
@@ -208,9 +219,10 @@ private:
             ++commands;
         }
         for (std::size_t i = 0; i < pieces.size(); ++i) {
-            append_redis_command(
-                wire, {"RENAME", temporary_keys_[i], redis_key(uri_.prefix, pieces[i].name, pieces[i].offset_bytes)});
-            ++commands;
+            const std::string key = redis_key(uri_.prefix, pieces[i].name, pieces[i].offset_bytes);
+            append_redis_command(wire, {"RENAME", temporary_keys_[i], key});
+            append_redis_command(wire, {"PERSIST", key});
+            commands += 2;
         }
         append_redis_command(wire, {"EXEC"});
         RL_TRY(replies, session_.request(wire, commands + 2, "MULTI/EXEC"));
@@ -227,9 +239,9 @@ private:
         return {};
     }
 
-    // SET key <file bytes>, the value streamed from the file in copy_bytes pieces.
+    // SET key <file bytes> PX <lifetime>, the value streamed from the file in copy_bytes pieces.
     Result<void> send_set(const std::string& key, const RedisPiece& piece) {
-        std::string head = "*3\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
+        std::string head = "*5\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
                            std::to_string(piece.length_bytes) + "\r\n";
         RL_TRY_VOID(session_.send(head));
         if (buffer_.empty() && piece.length_bytes > 0) {
@@ -247,7 +259,9 @@ private:
             RL_TRY_VOID(session_.send(std::string_view(reinterpret_cast<const char*>(buffer_.data()), got)));
             done += got;
         }
-        return session_.send("\r\n");
+        const std::string lifetime =
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(temporary_key_lifetime).count());
+        return session_.send("\r\n$2\r\nPX\r\n$" + std::to_string(lifetime.size()) + "\r\n" + lifetime + "\r\n");
     }
 
     Result<void> read_set_replies(std::size_t count) {
@@ -312,6 +326,7 @@ private:
     Session session_;
     posix::FileDescriptor file_;
     std::string temporary_prefix_;
+    std::chrono::steady_clock::time_point started_;
     std::vector<std::string> temporary_keys_;
     std::vector<std::byte> buffer_;
 };

@@ -5,6 +5,7 @@
 #include "ringload/io/s3_config.hpp"
 #include "ringload/io/s3_connection.hpp"
 #include "ringload/io/s3_error.hpp"
+#include "ringload/io/s3_xml.hpp"
 #include "ringload/io/sigv4.hpp"
 #include "tls_context.hpp"
 
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 #include <vector>
@@ -96,8 +98,10 @@ std::span<const std::byte> bytes_of(const std::string& text) {
 
 struct Endpoint {
     S3Config config;
-    Url origin;         // scheme, host and port of every request
-    std::string target; // the object's path, encoded
+    Url origin;                // scheme, host and port of every request
+    std::string target;        // the object's path, encoded
+    std::string key;           // the object's key, as given
+    std::string bucket_target; // the bucket's path ("/bucket", or "/" when virtual-hosted)
     std::unique_ptr<asio::ssl::context> tls;
     std::chrono::milliseconds timeout{0};
     bool insecure = false;
@@ -118,7 +122,12 @@ Result<Endpoint> endpoint_for(const std::string& uri, const NetworkOptions& opti
         return with_context(config.error(), uri);
     }
     RL_TRY(url, parse_http_url(s3_object_url(*config, location)));
-    Endpoint endpoint{std::move(*config), url, url.target, nullptr};
+    Endpoint endpoint{std::move(*config), url, url.target, location.key, "", nullptr};
+    const std::string encoded_key = sigv4_uri_encode(location.key, true);
+    endpoint.bucket_target = url.target.substr(0, url.target.size() - encoded_key.size());
+    if (endpoint.bucket_target.size() > 1 && endpoint.bucket_target.ends_with('/')) {
+        endpoint.bucket_target.pop_back();
+    }
     endpoint.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000));
     endpoint.insecure = options.insecure;
     if (url.scheme == "https") {
@@ -186,12 +195,63 @@ Task<Result<std::string>> put_object(MultipartUpload& upload, S3Connection& cont
     co_return std::string("S3 PutObject");
 }
 
+// The uploads of this key begun before ours and never finished: a writer killed mid-way (kill
+// -9, a lost machine) leaves its parts stored, and billed, until the upload is aborted. Listed
+// before ours completes (while the listing still shows ours, and so when it began).
+Task<std::vector<std::string>> stale_uploads(const MultipartUpload& upload, S3Connection& control,
+                                             const Endpoint& endpoint) {
+    const std::string listing_target =
+        endpoint.bucket_target + "?prefix=" + sigv4_uri_encode(endpoint.key, false) + "&uploads=";
+    auto listing = control.send_with_retries("GET", listing_target, {}, "", upload.attempts);
+    S3Response listed = co_await std::move(listing);
+    std::vector<std::string> stale;
+    if (!listed.ok()) {
+        co_return stale; // best effort: a server without the call, or no permission to list
+    }
+    const std::vector<S3PendingUpload> pending = s3_pending_uploads(listed.body);
+    const auto ours = std::find_if(pending.begin(), pending.end(),
+                                   [&](const S3PendingUpload& p) { return p.upload_id == upload.upload_id; });
+    if (ours == pending.end() || ours->initiated.empty()) {
+        co_return stale;
+    }
+    for (const S3PendingUpload& other : pending) {
+        // ISO 8601 in one format compares as text; not after ours, as some servers (moto) give
+        // every upload the same time. A writer that began before us and is still running loses
+        // its upload (its completion then fails, clearly): the object is ours.
+        if (other.key == endpoint.key && other.upload_id != upload.upload_id && !other.initiated.empty() &&
+            other.initiated <= ours->initiated) {
+            stale.push_back(other.upload_id);
+        }
+    }
+    co_return stale;
+}
+
+// Aborts the stale uploads; says how many went ("" when none were there).
+Task<std::string> abort_stale_uploads(const MultipartUpload& upload, S3Connection& control,
+                                      std::vector<std::string> stale) {
+    std::size_t aborted = 0;
+    for (const std::string& upload_id : stale) {
+        const std::string target = upload.object_target + "?uploadId=" + sigv4_uri_encode(upload_id, false);
+        auto aborting = control.send_with_retries("DELETE", target, {}, "", upload.attempts);
+        S3Response response = co_await std::move(aborting);
+        aborted += response.ok() ? 1 : 0;
+    }
+    if (stale.empty()) {
+        co_return std::string();
+    }
+    co_return "; aborted " + std::to_string(aborted) + " of " + std::to_string(stale.size()) +
+        " unfinished earlier uploads of this key";
+}
+
 // CompleteMultipartUpload when every part went up, else (or when completing fails)
-// AbortMultipartUpload, so that no parts stay stored.
+// AbortMultipartUpload, so that no parts stay stored. Once ours is complete, the unfinished
+// uploads of the same key that began earlier are aborted too.
 Task<Result<std::string>> finish_multipart(MultipartUpload& upload, S3Connection& control, const Endpoint& endpoint,
                                            std::string uri) {
     const std::string upload_target = upload.object_target + "?uploadId=" + sigv4_uri_encode(upload.upload_id, false);
     if (!upload.error) {
+        auto listing = stale_uploads(upload, control, endpoint);
+        std::vector<std::string> stale = co_await std::move(listing);
         const std::string body = complete_body(upload);
         auto completing =
             control.send_with_retries("POST", upload_target, bytes_of(body), "application/xml", upload.attempts);
@@ -199,8 +259,10 @@ Task<Result<std::string>> finish_multipart(MultipartUpload& upload, S3Connection
         // S3 may answer 200 and still fail: the error is then in the body.
         const std::string late_error = completed.ok() ? s3_error_summary(completed.body) : "";
         if (completed.ok() && late_error.empty()) {
+            auto aborting = abort_stale_uploads(upload, control, std::move(stale));
+            const std::string cleaned = co_await std::move(aborting);
             co_return "S3 multipart upload, " + std::to_string(upload.part_count) + " parts of " +
-                mib(upload.part_size_bytes);
+                mib(upload.part_size_bytes) + cleaned;
         }
         upload.error = "CompleteMultipartUpload failed: " + (late_error.empty() ? completed.failure : late_error);
     }

@@ -9,11 +9,14 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace ringload {
@@ -50,11 +53,34 @@ Result<std::vector<RedisPiece>> redis_pieces(const std::string& path) {
     return pieces;
 }
 
+// Removes the staging files in `directory` of processes that no longer run (killed mid-upload).
+void remove_orphaned_staging_files(const std::string& directory) {
+    constexpr std::string_view stem = "ringload-upload-";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with(stem)) {
+            continue;
+        }
+        long long pid = 0;
+        const char* digits = name.data() + stem.size();
+        const auto [end, parse_ec] = std::from_chars(digits, name.data() + name.size(), pid);
+        if (parse_ec != std::errc() || *end != '-' || pid <= 0 || pid == ::getpid()) {
+            continue; // not ours, or this process's own
+        }
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            ::unlink(entry.path().c_str());
+        }
+    }
+}
+
 } // namespace
 
 Result<StagingFile> StagingFile::create() {
     const char* tmpdir = std::getenv("TMPDIR");
-    std::string path = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/ringload-upload-XXXXXX";
+    const std::string directory = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+    remove_orphaned_staging_files(directory);
+    std::string path = directory + "/ringload-upload-" + std::to_string(::getpid()) + "-XXXXXX";
     const int fd = ::mkstemp(path.data());
     if (fd < 0) {
         return fail(errc::io_error, path + ": cannot create the staging file for an upload: " + std::strerror(errno));

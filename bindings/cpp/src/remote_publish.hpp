@@ -13,7 +13,9 @@
 
 namespace ringload {
 
-// A file under $TMPDIR (else /tmp), removed when this goes.
+// A file under $TMPDIR (else /tmp), "ringload-upload-<pid>-XXXXXX", removed when this goes. A
+// process killed mid-upload cannot remove its own: create() removes those of processes that
+// are gone (the pid in the name no longer runs), so the next upload cleans up after the last.
 class StagingFile {
 public:
     static Result<StagingFile> create();

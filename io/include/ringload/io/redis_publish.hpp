@@ -12,6 +12,9 @@
 //  2. one MULTI/EXEC deletes the keys under "<prefix>:*" and RENAMEs the temporary keys into
 //     place;
 //  3. on any failure the temporary keys are deleted (best effort, on a fresh connection).
+// Temporary keys are SET with a 24-hour expiry (PERSISTed when renamed into place): a publisher
+// killed mid-way leaves keys no reader sees, and Redis drops them within a day. To drop them at
+// once: redis-cli --scan --pattern '<prefix>.ringload-tmp-*' | xargs -r redis-cli del
 // Connecting is retried (`attempts`, with backoff); every wait has the timeout. A key written
 // by someone else between the SCAN for old keys and EXEC survives (Redis cannot WATCH a
 // pattern). Blocking (hiredis), for the writer's thread; not for the loop thread.

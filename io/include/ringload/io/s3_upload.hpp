@@ -5,7 +5,11 @@
 // NetworkOptions::range_size_bytes, at least 5 MiB as S3 demands, more when the file would
 // need over 10,000 parts) read from the file and sent on up to 4 connections at once, then
 // CompleteMultipartUpload. Any failure aborts the upload (AbortMultipartUpload), so that no
-// object and no stored parts are left: the object appears whole or not at all.
+// object and no stored parts are left: the object appears whole or not at all. A writer killed
+// mid-way cannot abort its upload: once an upload completes, the unfinished uploads of the same
+// key that began no later than it are aborted (ListMultipartUploads), so the next upload of a
+// key cleans up after a killed one. (A lifecycle rule, AbortIncompleteMultipartUpload, catches
+// keys never written again.)
 //
 //     RL_TRY(how, run_on_loop(loop, upload_s3_object(loop, "/tmp/m.tensors", "s3://b/m.tensors", network)));
 //     // how == "S3 multipart upload, 3 parts of 16 MiB"

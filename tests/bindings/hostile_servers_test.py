@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/bindings/hostile_servers_test.py RINGLOAD: servers that would make memory or time grow (issue #27, part 2).
+"""tests/bindings/hostile_servers_test.py RINGLOAD DATA_DIR: servers that would make memory or time grow (issue #27, part 2).
 
 A server on 127.0.0.1 (ours, below: raw bytes on a socket, no library to tidy them up) answers
 every request with something no honest server sends: HTTP/1.1 heads that never end or a header
@@ -8,8 +8,12 @@ Content-Range of 2^62, an endless error body, redirects forever, a slow-loris tr
 (h2c) header blocks continued forever; Redis bulk strings and arrays of 2^62, a line without an
 end; an S3 error whose XML never ends. `ringload info` and `ringload load` of each must end with
 exit status 1 and one clear line naming the URL, within 30 s, under 512 MiB of peak memory: the
-client refuses before memory or time grows with the claim. Standard library only.
+client refuses before memory or time grows with the claim. TLS servers that answer in plain
+text or close after the ClientHello are refused the same way. And two faults with an honest
+server: a burst of 429s is waited out (the load is whole), and an object replaced mid-load
+(other bytes, another ETag) is refused as changed, never loaded as a mix. Standard library only.
 """
+import json
 import os
 import resource
 import socket
@@ -23,7 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
 
-RINGLOAD = sys.argv[1]
+RINGLOAD, DATA = sys.argv[1:3]
 checks = Checks()
 check = checks.check
 SEND_FOR_SECONDS = 60  # a hostile behaviour stops sending after this: the client must be gone long before
@@ -141,6 +145,40 @@ def redis_trickle(connection):
         time.sleep(0.2)
 
 
+class RangeServing:
+    """Serves `data` honestly to range requests (HTTP/1.1, keep-alive), except that the first
+    `busy` requests are answered 429 Too Many Requests, and that from request `change_at` on
+    the object is another one: other bytes under another ETag (replaced while loading)."""
+
+    def __init__(self, data, busy=0, change_at=None):
+        self.data, self.busy, self.change_at, self.requests = data, busy, change_at, 0
+
+    def __call__(self, connection):
+        while True:
+            head = read_request(connection).decode("latin-1")
+            self.requests += 1
+            if self.requests <= self.busy:
+                connection.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")
+                continue
+            changed = self.change_at is not None and self.requests >= self.change_at
+            data = self.data[::-1] if changed else self.data
+            first, _, last = head.lower().split("range: bytes=")[1].split("\r\n")[0].partition("-")
+            first, last = int(first), min(int(last), len(data) - 1)
+            connection.sendall(f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{len(data)}\r\n"
+                               f"ETag: \"{'v2' if changed else 'v1'}\"\r\nContent-Length: {last - first + 1}\r\n\r\n"
+                               .encode() + data[first:last + 1])
+
+
+def tls_then_plain_text(connection):
+    """An https:// server that answers the TLS ClientHello in plain HTTP."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+def tls_cut_after_hello(connection):
+    connection.recv(65536)
+
+
 def refused(server, label, url, *extra):
     for command in ("info", "load"):
         started = time.monotonic()
@@ -213,14 +251,44 @@ redis_cases = [
     ("Redis: a line that never ends", resp_behaviour(b"+", b"a" * 65536)),
     ("Redis: an error line that never ends", resp_behaviour(b"-ERR ", b"a" * 65536)),
 ]
+cases += [
+    ("TLS: a server answering in plain text", tls_then_plain_text, []),
+    ("TLS: a server that closes after the ClientHello", tls_cut_after_hello, []),
+]
 with server:
     for label, behaviour, extra in cases:
         server.behaviour = behaviour
-        url = "s3://bucket/model.safetensors" if label.startswith("S3") else http
+        url = ("s3://bucket/model.safetensors" if label.startswith("S3") else
+               http.replace("http://", "https://") if label.startswith("TLS") else http)
         refused(server, label, url, *extra)
     for label, behaviour in redis_cases:
         server.behaviour = behaviour
         refused(server, label, redis)
+
+    # Faults a load survives or refuses with the truth: 429 bursts are waited out; an object
+    # replaced mid-load (another ETag) is an error, never a mix of two objects.
+    fixture = os.path.join(DATA, "tensorizer", "large_mixed_v2.tensors")
+    data = open(fixture, "rb").read()
+    want = sorted(t["sha256"] for t in json.load(open(fixture + ".json"))["tensors"])
+    url = f"http://127.0.0.1:{server.port}/large_mixed_v2.tensors"
+    small_ranges = ["--range-size", str(1 << 20), "--connections", "2", "--timeout", "5"]
+    server.behaviour = RangeServing(data, busy=3)
+    out = subprocess.run([RINGLOAD, "load", url, "--verify", "--sha256", "--json", "--attempts", "5", *small_ranges],
+                         capture_output=True, text=True, timeout=120)
+    got = sorted(t["sha256"] for t in json.loads(out.stdout)["tensors"]) if out.returncode == 0 else None
+    check("a burst of three 429s is waited out: the load is whole", got == want, out.stderr[-300:])
+    server.behaviour = RangeServing(data, busy=1000)
+    out = subprocess.run([RINGLOAD, "load", url, "--attempts", "3", *small_ranges], capture_output=True, text=True,
+                         timeout=120)
+    check("429s without end: refused naming the status", out.returncode == 1 and "429" in out.stderr,
+          out.stderr[-300:])
+    for change_at in (2, 5):
+        server.behaviour = RangeServing(data, change_at=change_at)
+        out = subprocess.run([RINGLOAD, "load", url, "--verify", *small_ranges], capture_output=True, text=True,
+                             timeout=120)
+        check(f"an object replaced at request {change_at}: refused as changed",
+              out.returncode == 1 and "changed while loading" in out.stderr, out.stderr[-300:])
+        print(f"  replaced at request {change_at}: {out.stderr.strip()}")
     server.shutdown()
 
 sys.exit(checks.finish())

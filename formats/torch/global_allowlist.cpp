@@ -113,10 +113,12 @@ GlobalLookup look_up_global(std::string_view module_spelled, std::string_view na
             }
         }
     }
+    // torch >= 2.1 pickles the storage of a dtype without a legacy class (float8_*,
+    // uint16/32/64, complex32) as torch.storage.UntypedStorage; torch.UntypedStorage is the same class.
+    if ((module == "torch" || module == "torch.storage") && name == "UntypedStorage") {
+        return allowed(std::move(lookup), GlobalKind::storage_type);
+    }
     if (module == "torch") {
-        if (name == "UntypedStorage") {
-            return allowed(std::move(lookup), GlobalKind::storage_type);
-        }
         if (name == "Size") {
             return allowed(std::move(lookup), GlobalKind::size);
         }

@@ -413,7 +413,13 @@ private:
         op('('); // the arguments
         op('('); // the persistent id
         shared_unicode("storage");
-        global("torch", legacy ? *legacy : "UntypedStorage");
+        // As torch.save names them: its weights-only loader allows torch.storage.UntypedStorage,
+        // not torch.UntypedStorage.
+        if (legacy) {
+            global("torch", *legacy);
+        } else {
+            global("torch.storage", "UntypedStorage");
+        }
         unicode(key);
         shared_unicode("cpu");
         integer(legacy ? numel : numel * itemsize(tensor.dtype)); // UntypedStorage counts bytes

@@ -20,7 +20,7 @@
 //
 // dtypes with a legacy storage class (float, int, bool, complex64/128) use _rebuild_tensor_v2,
 // which every torch since 1.6 reads. The others (float8_*, uint16/32/64, complex32) have no
-// such class: they use _rebuild_tensor_v3 with torch.UntypedStorage (numel in bytes) and a
+// such class: they use _rebuild_tensor_v3 with torch.storage.UntypedStorage (numel in bytes) and a
 // dtype global, which only torch >= 2.1 reads (torch 1.13 refuses the file).
 #pragma once
 

@@ -211,8 +211,8 @@ class SpecUnpickler(pickle.Unpickler):
             if module == "collections":
                 return collections.OrderedDict
             return lambda *args: (name, args)
-        if module == "torch":
-            return f"torch.{name}"
+        if module == "torch" or (module, name) == ("torch.storage", "UntypedStorage"):
+            return f"{module}.{name}"
         raise pickle.UnpicklingError(f"unexpected global {module}.{name}")
 
     def persistent_load(self, pid):
@@ -244,7 +244,7 @@ def check_newer_torch(path, entry):
             legacy = row["dtype"] == "float32"
             ok = (call == ("_rebuild_tensor_v2" if legacy else "_rebuild_tensor_v3") and
                   len(args) == (6 if legacy else 7) and pid[0] == "storage" and pid[3] == "cpu" and
-                  pid[1] == ("torch.FloatStorage" if legacy else "torch.UntypedStorage") and
+                  pid[1] == ("torch.FloatStorage" if legacy else "torch.storage.UntypedStorage") and
                   pid[4] == (nbytes // ITEMSIZE[row["dtype"]] if legacy else nbytes) and offset == 0 and
                   size == tuple(row["shape"]) and stride == tuple(contiguous_strides(row["shape"])) and
                   requires_grad is False and hooks == collections.OrderedDict() and

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from . import _ringload
 from ._crypto import DecryptionParams, secret_kwargs
+from ._progress import progress_callback
 from ._slices import drop_dims, load_slices, normalize_index
 from ._tensors import CONVERTIBLE, loaded_dtype, to_numpy, to_torch, torch_dtype
 
@@ -96,6 +97,10 @@ class TensorDeserializer(collections.abc.Mapping):
             worker threads (default one per core).
         progress: called as progress(bytes_done, bytes_total, tensors_done, tensors_total);
             raising in it stops the load (CancelledError).
+        progress_bar: a progress bar on stderr (tqdm's where installed): None (default) draws
+            one for loads over 64 MiB when stderr is a terminal (RINGLOAD_PROGRESS=0/1 in the
+            environment turns bars off/on everywhere), True always, False never; a
+            progress callback replaces it.
         read_mode: "auto", "direct" (O_DIRECT) or "buffered".
         placement: where a load puts the tensors: "auto" (today the arena), "arena" (memory of
             the load's own, read into through the ring) or "mapped" (left in the file's pages,
@@ -113,7 +118,8 @@ class TensorDeserializer(collections.abc.Mapping):
                  lazy_load: bool = False, plaid_mode: Optional[bool] = None, num_readers: Optional[int] = None,
                  verify_hash: Optional[bool] = None, encryption: Optional[DecryptionParams] = None,
                  ring_bytes: int = 0, slot_size: int = 0, threads: int = 0,
-                 progress: Optional[Callable[[int, int, int, int], Any]] = None, read_mode: str = "auto",
+                 progress: Optional[Callable[[int, int, int, int], Any]] = None, progress_bar: Optional[bool] = None,
+                 read_mode: str = "auto",
                  placement: str = "auto", process_group=None, **network):
         del plaid_mode, num_readers  # tensorizer's knobs; the engine needs neither
         self._device = _device_text(device if device is not None else _default_device())
@@ -124,7 +130,7 @@ class TensorDeserializer(collections.abc.Mapping):
         self._slot_size = slot_size
         self._slot_count = (ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0
         self._threads = threads
-        self._progress = progress
+        self._progress = progress if progress is not None else progress_callback(progress_bar, _uri_of(file_obj))
         self._group = process_group
         self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, placement=placement,
                                               **secret_kwargs(encryption),

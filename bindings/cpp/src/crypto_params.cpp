@@ -128,13 +128,23 @@ EncryptionParams EncryptionParams::random() {
 }
 
 Result<EncryptionParams> EncryptionParams::from_passphrase(std::string_view passphrase, PassphraseCost cost) {
+    const auto salt = random_salt();
+    return from_passphrase(passphrase, cost, std::as_bytes(std::span(salt)));
+}
+
+Result<EncryptionParams> EncryptionParams::from_passphrase(std::string_view passphrase, PassphraseCost cost,
+                                                           std::span<const std::byte> salt) {
     if (passphrase.empty()) {
         return fail(errc::invalid_argument, "the passphrase is empty");
+    }
+    if (salt.size() != salt_bytes) {
+        return fail(errc::invalid_argument,
+                    "a salt is " + std::to_string(salt_bytes) + " bytes, not " + std::to_string(salt.size()));
     }
     Argon2idParams params;
     params.opslimit = cost.opslimit;
     params.memlimit = cost.memlimit_bytes;
-    params.salt = random_salt();
+    std::memcpy(params.salt.data(), salt.data(), salt_bytes);
     RL_TRY(key, derive_key_argon2id(passphrase, params));
     auto secret = holding(std::move(key));
     secret->derivation = params;

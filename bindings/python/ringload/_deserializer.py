@@ -8,11 +8,16 @@ Reads tensorizer, safetensors and torch.save zip files (told apart by their firs
 The engine loads every wanted tensor in one pass (GIL released) into one host arena or one
 device allocation; tensors are zero-copy views that keep it alive. lazy_load=True loads each
 tensor on first access instead. device="meta" reads no data at all.
+
+A file object without a path (io.BytesIO, tensorizer's CURLStreamFile or RedisStreamFile, a
+pipe) is read from its position to its end into an anonymous in-memory file (memfd), which the
+engine reads until close().
 """
 from __future__ import annotations
 
 import collections.abc
 import os
+import shutil
 import types
 from typing import Any, Callable, Iterator, Optional
 
@@ -24,6 +29,7 @@ from ._tensors import CONVERTIBLE, loaded_dtype, to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
+_FEATURE_ENCRYPTED = 1  # tensorizer's _FileFeatureFlags.encrypted
 
 
 def _default_device() -> str:
@@ -46,12 +52,48 @@ def _dtype_name(dtype) -> Optional[str]:
 
 
 def _uri_of(file_obj) -> str:
-    if isinstance(file_obj, (str, os.PathLike)):
-        return os.fspath(file_obj)
+    """The path or URL of `file_obj`: a str, bytes or os.PathLike, a file descriptor, or an open
+    file (read by its path)."""
+    if isinstance(file_obj, (str, bytes, os.PathLike)):
+        return os.fsdecode(file_obj)
+    if isinstance(file_obj, int):
+        return f"/proc/self/fd/{file_obj}"
     name = getattr(file_obj, "name", None)
-    if isinstance(name, str):
+    if isinstance(name, str) and os.path.isfile(name):
         return name  # an open file: ringload reads it by its path
-    raise TypeError("ringload reads paths and URLs (str or os.PathLike), or open files that have a .name")
+    raise TypeError("ringload reads paths and URLs (str, bytes or os.PathLike), file descriptors and open "
+                    f"files, not {type(file_obj).__name__}")
+
+
+class _Spooled:
+    """The bytes of a file object without a path, from its position, in an anonymous in-memory
+    file that the engine reads by its /proc path; closed by close()."""
+
+    def __init__(self, file_obj):
+        self._fd = os.memfd_create("ringload-file-object", os.MFD_CLOEXEC)
+        try:
+            with open(self._fd, "wb", closefd=False) as spool:
+                shutil.copyfileobj(file_obj, spool, 8 << 20)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.path = f"/proc/self/fd/{self._fd}"
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _source_of(file_obj):
+    """(path or URL, _Spooled or None) for whatever a TensorDeserializer is given."""
+    try:
+        return _uri_of(file_obj), None
+    except TypeError:
+        if not callable(getattr(file_obj, "read", None)):
+            raise
+    spooled = _Spooled(file_obj)
+    return spooled.path, spooled
 
 
 class _Entry:
@@ -64,9 +106,7 @@ class _Entry:
         self.index = row["index"]
         self.path = tuple(row["path"])
         raw_name = row["name"]
-        # Flat names are str keys; structured ones are shown as dotted paths.
-        self.name = (raw_name.decode("utf-8", "surrogateescape") if len(self.path) == 1
-                     else ".".join(str(c) for c in self.path))
+        self.name = _name_of(raw_name, self.path)
         self.dtype, self.shape = row["dtype"], tuple(row["shape"])
         self.is_meta, self.byte_length, self.data_length = row["is_meta"], row["byte_length"], row["data_length"]
         self.module_index, self.tensor_type = row["module_index"], row["tensor_type"]
@@ -77,16 +117,23 @@ class _Entry:
         entry = cls.__new__(cls)
         (entry.index, raw_name, entry.path, entry.dtype, entry.shape, entry.byte_length, entry.data_length,
          entry.is_meta, entry.module_index, entry.tensor_type) = row
-        entry.name = (raw_name.decode("utf-8", "surrogateescape") if len(entry.path) == 1
-                      else ".".join(str(c) for c in entry.path))
+        entry.name = _name_of(raw_name, entry.path)
         return entry
+
+
+def _name_of(raw_name: bytes, path: tuple) -> str:
+    """Flat names are str keys; structured ones (and list indexes) are shown as dotted paths."""
+    if len(path) == 1 and isinstance(path[0], str):
+        return raw_name.decode("utf-8", "surrogateescape")
+    return ".".join(str(c) for c in path)
 
 
 class TensorDeserializer(collections.abc.Mapping):
     """A tensorizer file or URL (http(s)://, s3://, redis://) as a Mapping of names to tensors.
 
     Args:
-        file_obj: a path, a URL, or an open file (read by its path).
+        file_obj: a path, a URL, a file descriptor, an open file (read by its path), or a
+            file object without a path (read into memory first).
         device: "cpu", "cuda", "cuda:N" or "meta"; None: "cuda" where torch sees a GPU, else "cpu".
         filter_func: which tensors (by name) to load; the others are not in the mapping.
         dtype: floating tensors become this dtype on the way (others keep theirs).
@@ -130,11 +177,16 @@ class TensorDeserializer(collections.abc.Mapping):
         self._slot_size = slot_size
         self._slot_count = (ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0
         self._threads = threads
-        self._progress = progress if progress is not None else progress_callback(progress_bar, _uri_of(file_obj))
+        self._secret = secret_kwargs(encryption)  # to_redis re-encrypts with it
+        uri, self._spooled = _source_of(file_obj)
+        self._progress = progress if progress is not None else progress_callback(progress_bar, uri)
         self._group = process_group
-        self._engine = _ringload.Deserializer(_uri_of(file_obj), read_mode=read_mode, placement=placement,
-                                              **secret_kwargs(encryption),
-                                              **network)
+        try:
+            self._engine = _ringload.Deserializer(uri, read_mode=read_mode, placement=placement,
+                                                  **self._secret, **network)
+        except BaseException:
+            self._close_spooled()
+            raise
         entries = [_Entry._from_tuple(row) for row in self._engine.tensor_rows()]
         self._entries = [e for e in entries if filter_func is None or filter_func(e.name)]
         self._by_path = {e.path: e for e in self._entries}
@@ -296,9 +348,53 @@ class TensorDeserializer(collections.abc.Mapping):
     def total_bytes_read(self) -> int:
         return self._bytes_read
 
+    def verify_module(self, m) -> tuple:
+        """Whether `m` holds what the file does, as tensorizer's verify_module: (passed,
+        [(name, passed), ...]) for each tensor of the mapping, by the name write_module gave it
+        (state_dict() names, and non-persistent buffers). A tensor passes when `m` has one of that
+        name with the same dtype, shape and bytes as the file's, read with its hashes checked."""
+        import torch
+        theirs = dict(m.state_dict())
+        theirs.update(m.named_buffers())
+        self._load([e for e in self._entries if e.index not in self._cache and e.name in theirs], True)
+        results = []
+        for entry in self._entries:
+            tensor = theirs.get(entry.name)
+            results.append((entry.name, tensor is not None and _same_tensor(self._cache[entry.index], tensor)))
+        return all(passed for _, passed in results), results
+
+    def to_redis(self, redis_client, key_prefix: str, force: bool = False) -> None:
+        """Publishes the whole file (every tensor, whatever filter_func chose) to Redis under
+        `key_prefix`, in tensorizer's layout, so that redis://host:port/<key_prefix> reads it
+        (with ringload or tensorizer). `redis_client` is a redis-py client (its host, port, db and
+        password are used). An encrypted file stays encrypted, with this deserializer's key or
+        passphrase. force=False (tensorizer's default) leaves a model already there as it is."""
+        target = _redis_uri(redis_client, key_prefix)
+        if not force and redis_client.exists(f"{key_prefix}:header:0"):
+            return
+        self._engine.convert_to(target, "tensorizer", self._verify_hash, **self._secret)
+
+    @property
+    def _file_header(self) -> types.SimpleNamespace:
+        """tensorizer's private _file_header, for code that reads it: version_number (the
+        tensorizer data version; 0 for other formats), tensor_count, tensor_size."""
+        return types.SimpleNamespace(version_number=self._engine.data_version, tensor_count=len(self._entries),
+                                     tensor_size=self.total_tensor_bytes)
+
+    @property
+    def _file_flags(self) -> frozenset:
+        """tensorizer's private _file_flags, for code that reads it: the values of tensorizer's
+        _FileFeatureFlags the file has (`_FileFeatureFlags.encrypted in d._file_flags`)."""
+        return frozenset({_FEATURE_ENCRYPTED} if self._engine.encrypted else ())
+
     def close(self) -> None:
         """Lets the file go; tensors already handed out stay valid."""
         self._engine.close()
+        self._close_spooled()
+
+    def _close_spooled(self) -> None:
+        if self._spooled is not None:
+            self._spooled.close()
 
     def __enter__(self):
         return self
@@ -382,3 +478,28 @@ class TensorDeserializer(collections.abc.Mapping):
         if items and all(isinstance(key, int) for key in items):
             return [items[key] for key in sorted(items)]
         return items
+
+
+def _same_tensor(stored, tensor) -> bool:
+    """Same dtype, shape and bytes (NaNs compared as bits); meta tensors by dtype and shape."""
+    if stored.dtype != tensor.dtype or stored.shape != tensor.shape:
+        return False
+    if stored.device.type == "meta" or tensor.device.type == "meta":
+        return stored.device.type == tensor.device.type
+    import torch
+    as_bytes = [t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8) for t in (stored, tensor)]
+    return bool(torch.equal(*as_bytes))
+
+
+def _redis_uri(redis_client, key_prefix: str) -> str:
+    """redis://[user:password@]host:port/<key_prefix> of a redis-py client's connection."""
+    from urllib.parse import quote
+    kwargs = redis_client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        raise ValueError("to_redis needs a Redis client over TCP (host and port), not a Unix socket")
+    if int(kwargs.get("db") or 0) != 0:
+        raise ValueError("ringload reads and writes Redis database 0 only (redis://host:port/prefix)")
+    user, password = kwargs.get("username"), kwargs.get("password")
+    auth = f"{quote(user or '', safe='')}:{quote(password, safe='')}@" if password else ""
+    return f"redis://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{key_prefix}"
+

@@ -7,10 +7,16 @@ safetensors or torch.save zip file).
 Tensors are gathered by reference and written by the engine in one pass at close() (CPU and
 CUDA tensors alike: GPU tensors are copied device-to-host through the ring). Keep them
 unchanged until close(); the file appears only then, complete.
+
+Given a file object (an open file, io.BytesIO, any object with write()), the serializer writes
+into it, from its position, at close(), and then closes it, as tensorizer does: the engine
+writes a temporary file first, copied into the object.
 """
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from typing import Any, Optional
 
 from . import _ringload
@@ -20,7 +26,8 @@ _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
 
 
 class TensorSerializer:
-    """Collects tensors and writes them as one tensorizer file (local path, s3:// or redis://).
+    """Collects tensors and writes them as one tensorizer file (a local path, s3:// or redis://
+    URL, a file descriptor, or a file object written through).
 
     format="safetensors" or "torch" writes those instead (local paths; no encryption);
     metadata (str to str) and alignment (8 or 64) are safetensors'."""
@@ -32,12 +39,17 @@ class TensorSerializer:
         self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
         if compress_tensors:
             raise ValueError("compressed tensors are not supported (tensorizer deprecated them)")
-        if isinstance(file_obj, (str, os.PathLike)):
-            self._uri = os.fspath(file_obj)
-        elif isinstance(getattr(file_obj, "name", None), str):
-            self._uri = file_obj.name
+        self._file = None  # a file object to write through, or None for a path or URL
+        if isinstance(file_obj, (str, bytes, os.PathLike)):
+            self._uri = os.fsdecode(file_obj)
+        elif isinstance(file_obj, int):
+            self._file = open(file_obj, "wb")  # closed at close(), as tensorizer closes it
+        elif callable(getattr(file_obj, "write", None)):
+            self._file = file_obj
         else:
-            raise TypeError("ringload writes to paths and URLs (str or os.PathLike), or open files with a .name")
+            raise TypeError("TensorSerializer writes to a path or URL (str, bytes or os.PathLike), a file "
+                            f"descriptor, or a file object with write(), not {type(file_obj).__name__}")
+        encryption_kwargs(encryption)  # refuses what cannot be used now, not at close()
         self._encryption = encryption
         self._rows: list[tuple] = []
         self._keep: list[Any] = []  # the tensors the rows point into, alive until written
@@ -50,7 +62,7 @@ class TensorSerializer:
         import torch
         if self._closed:
             raise ValueError("this serializer is closed")
-        path = [name] if isinstance(name, str) else list(name)
+        path = [name] if isinstance(name, (str, int)) else list(name)
         tensor_type = int(getattr(tensor_type, "value", tensor_type))
         tensor = tensor.detach()
         is_meta = tensor.device.type == "meta"
@@ -78,7 +90,7 @@ class TensorSerializer:
                 for index, item in enumerate(value):
                     walk(prefix + (index,), item)
             else:
-                self.write_tensor(0, prefix[0] if len(prefix) == 1 else prefix, _TYPE_STATE_DICT, value)
+                self.write_tensor(0, prefix, _TYPE_STATE_DICT, value)
         walk((), state_dict)
 
     def write_module(self, m, remove_tensors: bool = False, *, include_non_persistent_buffers: bool = True) -> None:
@@ -95,16 +107,26 @@ class TensorSerializer:
                     self.write_tensor(idx, f"{module_name}.{name}", _TYPE_BUFFER, tensor)
 
     def close(self) -> None:
-        """Writes the file (GIL released); it appears under its name only when complete."""
+        """Writes the file (GIL released); it appears under its name only when complete. A file
+        object given instead is written into and closed."""
         if self._closed:
             return
         self._closed = True
         try:
-            self.summary = _ringload.write_tensorizer(self._uri, self._rows, format=self._format,
-                                                      metadata=self._metadata, alignment=self._alignment,
-                                                      **encryption_kwargs(self._encryption))
+            if self._file is None:
+                self.summary = self._write(self._uri)
+            else:
+                with tempfile.TemporaryDirectory(prefix="ringload-write-") as folder:
+                    path = os.path.join(folder, "tensors")
+                    self.summary = self._write(path)
+                    _copy_into(path, self._file)
+                self._file.close()
         finally:
             self._rows, self._keep = [], []
+
+    def _write(self, uri: str) -> dict:
+        return _ringload.write_tensorizer(uri, self._rows, format=self._format, metadata=self._metadata,
+                                          alignment=self._alignment, **encryption_kwargs(self._encryption))
 
     def __enter__(self):
         return self
@@ -114,6 +136,29 @@ class TensorSerializer:
             self.close()
         else:
             self._closed = True  # nothing is written after a failure
+
+
+def _copy_into(path: str, file_obj) -> None:
+    """The file at `path` into `file_obj` from its position: in the kernel where it is a file."""
+    with open(path, "rb") as source:
+        try:
+            target_fd = file_obj.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            target_fd = None
+        if target_fd is not None:
+            file_obj.flush()
+            position = file_obj.tell()
+            size = os.fstat(source.fileno()).st_size
+            os.lseek(target_fd, position, os.SEEK_SET)
+            copied = 0
+            while copied < size:
+                sent = os.sendfile(target_fd, source.fileno(), copied, size - copied)
+                if sent == 0:
+                    raise OSError(f"could not write into {getattr(file_obj, 'name', 'the file object')}")
+                copied += sent
+            file_obj.seek(position + size)
+        else:
+            shutil.copyfileobj(source, file_obj, 8 << 20)
 
 
 def write_file(tensors: dict, filename, *, format: str, metadata: Optional[dict] = None, alignment: int = 8) -> None:

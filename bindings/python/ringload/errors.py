@@ -12,7 +12,14 @@ names the file or URL and what is wrong).
     ├── DeviceError               a GPU call failed
     ├── CancelledError            a progress callback raised, and the load stopped
     └── ArgumentError (ValueError) an option the engine refuses
+
+Where the program has imported tensorizer, a HashMismatchError raised is also tensorizer's
+HashMismatchError and a DecryptionError also its CryptographyError, so that code written for
+tensorizer catches ringload's failures as it caught tensorizer's. (They become so as they are
+raised: ringload never imports tensorizer itself, and code that catches tensorizer's classes
+has imported it.)
 """
+import sys
 
 
 class RingloadError(Exception):
@@ -28,12 +35,38 @@ class FormatError(SafetensorError):
     """The bytes are not a (valid, complete) tensorizer file."""
 
 
-class HashMismatchError(RingloadError):
-    """A tensor's stored hash does not match its bytes."""
+class _AlsoTensorizers(type):
+    """Makes each new error also an instance of tensorizer's class of the same meaning
+    (`_tensorizer_class`, a name in tensorizer.serialization) when tensorizer is imported: the
+    instance is of a subclass of both, made once."""
+
+    def __call__(cls, *args, **kwargs):
+        return type.__call__(cls._flavoured(), *args, **kwargs)
+
+    def _flavoured(cls):
+        serialization = sys.modules.get("tensorizer.serialization")
+        theirs = getattr(serialization, getattr(cls, "_tensorizer_class", ""), None)
+        if not isinstance(theirs, type) or issubclass(cls, theirs):
+            return cls
+        made = cls.__dict__.get("_with_tensorizers")
+        if made is None or not issubclass(made, theirs):
+            made = _AlsoTensorizers(cls.__name__, (cls, theirs), {
+                "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
+                "__reduce__": lambda error: (cls, error.args)})  # unpickled: made again, where it lands
+            cls._with_tensorizers = made
+        return made
 
 
-class DecryptionError(RingloadError):
-    """The file cannot be decrypted with what was given (or needs nothing)."""
+class HashMismatchError(RingloadError, metaclass=_AlsoTensorizers):
+    """A tensor's stored hash does not match its bytes (also tensorizer's HashMismatchError
+    where tensorizer is imported)."""
+    _tensorizer_class = "HashMismatchError"
+
+
+class DecryptionError(RingloadError, metaclass=_AlsoTensorizers):
+    """The file cannot be decrypted with what was given (or needs nothing); also tensorizer's
+    CryptographyError where tensorizer is imported."""
+    _tensorizer_class = "CryptographyError"
 
 
 class SourceError(RingloadError, OSError):

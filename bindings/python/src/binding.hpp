@@ -43,10 +43,10 @@ inline void value_or_throw(Result<void> result) {
 }
 
 // A writer's encryption from the binding's key= (raw bytes) or passphrase= (Argon2id at this
-// cost), or none.
+// cost, with salt= or a random salt), or none.
 std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>& key,
                                                   const std::optional<std::string>& passphrase, std::uint64_t opslimit,
-                                                  std::uint64_t memlimit);
+                                                  std::uint64_t memlimit, const std::optional<nb::bytes>& salt);
 
 // The read settings every load of the binding takes (load, load_slices, stream): device, hash
 // checks, the dtype by torch's name (ValueError for an unknown one), the ring and the workers.

@@ -201,14 +201,14 @@ public:
     // The whole file into `target`, streamed (ringload/convert.hpp); GIL released.
     nb::dict convert_to(const std::string& target, const std::string& format, bool verify, std::optional<nb::bytes> key,
                         std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
-                        std::uint64_t memory_budget) {
+                        std::optional<nb::bytes> salt, std::uint64_t memory_budget) {
         opened();
         const std::shared_ptr<Deserializer> kept = inner_;
         ConvertOptions options;
         options.format = format;
         options.verify_hashes = verify;
         options.memory_budget_bytes = memory_budget;
-        options.encryption = encryption_params(key, passphrase, opslimit, memlimit);
+        options.encryption = encryption_params(key, passphrase, opslimit, memlimit, salt);
         Result<ConvertSummary> converted = fail(errc::invalid_argument, "not converted");
         {
             nb::gil_scoped_release released;
@@ -526,7 +526,8 @@ void bind_deserializer(nb::module_& m) {
              "through (None: automatic)")
         .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
              nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
-             nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("memory_budget") = 1ULL << 30,
+             nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("salt").none() = nb::none(),
+             nb::arg("memory_budget") = 1ULL << 30,
              "Writes the whole file to `target` in `format` (empty: by its extension), streamed within "
              "memory_budget bytes; key/passphrase encrypt a tensorizer target")
         .def("close", &PyDeserializer::close)

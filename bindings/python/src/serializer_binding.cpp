@@ -47,8 +47,8 @@ const Format& checked_write_format(const std::string& format, bool encrypted) {
 
 nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
                std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
-               const std::string& format, std::vector<std::pair<std::string, std::string>> metadata,
-               std::size_t alignment) {
+               std::optional<nb::bytes> salt, const std::string& format,
+               std::vector<std::pair<std::string, std::string>> metadata, std::size_t alignment) {
     const Format& written_as = checked_write_format(format, key || passphrase);
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
@@ -70,7 +70,7 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
         records.push_back(std::move(record));
     }
     WriteOptions options;
-    options.encryption = encryption_params(key, passphrase, opslimit, memlimit);
+    options.encryption = encryption_params(key, passphrase, opslimit, memlimit, salt);
     SafetensorsWriteOptions layout; // a safetensors file's own: the run settings are options'
     layout.metadata = std::move(metadata);
     layout.alignment_bytes = alignment;
@@ -93,10 +93,14 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
 
 std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>& key,
                                                   const std::optional<std::string>& passphrase, std::uint64_t opslimit,
-                                                  std::uint64_t memlimit) {
+                                                  std::uint64_t memlimit, const std::optional<nb::bytes>& salt) {
     if (key) {
         std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
         return value_or_throw(EncryptionParams::from_key(bytes));
+    }
+    if (passphrase && salt) {
+        std::span<const std::byte> bytes(static_cast<const std::byte*>(salt->data()), salt->size());
+        return value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}, bytes));
     }
     if (passphrase) {
         return value_or_throw(EncryptionParams::from_passphrase(*passphrase, {opslimit, memlimit}));
@@ -107,11 +111,12 @@ std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>
 void bind_serializer(nb::module_& m) {
     m.def("write_tensorizer", &write, nb::arg("uri"), nb::arg("tensors"), nb::arg("key").none() = nb::none(),
           nb::arg("passphrase").none() = nb::none(), nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20,
-          nb::arg("format") = "tensorizer", nb::arg("metadata") = std::vector<std::pair<std::string, std::string>>{},
-          nb::arg("alignment") = 8,
+          nb::arg("salt").none() = nb::none(), nb::arg("format") = "tensorizer",
+          nb::arg("metadata") = std::vector<std::pair<std::string, std::string>>{}, nb::arg("alignment") = 8,
           "Writes a tensorizer (or safetensors, torch) file from (path, dtype, shape, address, nbytes, device, "
           "is_meta, module_index, "
-          "tensor_type) rows; the file appears only when complete");
+          "tensor_type) rows; the file appears only when complete; a passphrase is stretched with `salt` (16 "
+          "bytes) or a random one");
     m.def(
         "check_write_format",
         [](const std::string& format, bool encrypted) { checked_write_format(format, encrypted); }, nb::arg("format"),

@@ -59,6 +59,11 @@ public:
     static EncryptionParams random();
     // Derives the key now, with a random salt; the file records the salt and the cost.
     static Result<EncryptionParams> from_passphrase(std::string_view passphrase, PassphraseCost cost = {});
+    // With this salt (salt_bytes of them, as tensorizer's from_string(salt=)): the same
+    // passphrase, cost and salt give the same key.
+    static constexpr std::size_t salt_bytes = 16;
+    static Result<EncryptionParams> from_passphrase(std::string_view passphrase, PassphraseCost cost,
+                                                    std::span<const std::byte> salt);
     static Result<EncryptionParams> from_key_file(const std::string& path);
     static Result<EncryptionParams> from_passphrase_file(const std::string& path, PassphraseCost cost = {});
 

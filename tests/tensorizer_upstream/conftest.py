@@ -1,0 +1,57 @@
+"""Skips, each with its reason, the upstream tests that cannot run here or that test
+tensorizer's internals rather than its API (the test files stay as upstream wrote them), and
+makes moto importable: test_stream_io.py, which test_serialization.py imports start_redis from,
+imports moto at its top, and moto lives in its own venv (run.py finds it).
+
+test_s3_multiple_readers' subtest "Deserializing from a CURLStreamFile" names CoreWeave's
+endpoint itself, which cannot be reached here: tensorizer's stream_io.open_stream fails (an
+OSError of exactly that type and words) before any deserializer is made, with the real
+tensorizer as with ringload. That failure, and only it, is expected (xfail); the test's other
+subtest still has to pass.
+
+In the ringload run it also checks that `tensorizer` is the shim, with ringload's classes."""
+import os
+import sys
+
+import pytest
+
+_moto_site = os.environ.get("TENSORIZER_UPSTREAM_MOTO_SITE")
+if _moto_site:
+    sys.path.append(_moto_site)  # last: the venv's own boto3 and botocore stay first
+
+_REAL = os.environ.get("TENSORIZER_UPSTREAM_REAL") == "1"
+
+# Tests that patch tensorizer's internals: what they patch is not in ringload's path.
+_INTERNALS = {
+    "test_verification_fail": "patches tensorizer.serialization.TensorHash to fake a stored hash; ringload's "
+                              "hashes are checked in its engine (tests/bindings/python_api_test.py corrupts files)",
+}
+
+
+class _IsUnreachableEndpoint(type):
+    def __instancecheck__(cls, error):
+        return type(error) is OSError and str(error).startswith("Failed to open stream")
+
+
+class UnreachableEndpoint(metaclass=_IsUnreachableEndpoint):
+    """Matches (isinstance) stream_io.open_stream's failure to reach an endpoint, nothing else."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.name == "test_s3_multiple_readers":
+            item.add_marker(pytest.mark.xfail(
+                raises=UnreachableEndpoint, strict=False,
+                reason="its CURLStreamFile subtest opens object.ord1.coreweave.com, which cannot be reached here"))
+        if item.name in _INTERNALS and not _REAL:
+            item.add_marker(pytest.mark.skip(reason=_INTERNALS[item.name]))
+
+
+def pytest_configure(config):
+    if _REAL:
+        return
+    import ringload
+    import tensorizer
+    assert tensorizer.TensorDeserializer is ringload.TensorDeserializer, \
+        f"tensorizer is {tensorizer.__file__}, not the shim"
+    assert tensorizer.TensorSerializer is ringload.TensorSerializer

@@ -32,3 +32,13 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ringloadConfigVersi
     COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/ringloadConfigVersion.cmake
     DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)
+
+# The libtorch adapter, where it was built: ringload::torch in an export of its own, which
+# ringloadConfig.cmake loads when present; a consumer also calls find_package(Torch) (or asks
+# for find_package(ringload COMPONENTS torch), which does).
+if(RINGLOAD_HAVE_TORCH)
+    set_target_properties(ringload_torch PROPERTIES EXPORT_NAME torch)
+    install(TARGETS ringload_torch EXPORT ringloadTorchTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    install(FILES bindings/torch/include/ringload/torch.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ringload)
+    install(EXPORT ringloadTorchTargets NAMESPACE ringload:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ringload)
+endif()

@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 extra=("$@")
-targets=(tensorizer_fuzz safetensors_fuzz torch_zip_fuzz pickle_fuzz network_text_fuzz open_file_fuzz)
+targets=(tensorizer_fuzz safetensors_fuzz torch_zip_fuzz pickle_fuzz network_text_fuzz open_file_fuzz resp_fuzz http1_fuzz
+    http2_fuzz s3_config_fuzz)
 cmake --preset asan > /dev/null
 cmake --build --preset asan --target "${targets[@]}"
 work=build/asan/fuzz-campaign
@@ -27,6 +28,10 @@ seeds_of() {
         pickle_fuzz) echo tests/fuzz/seeds/pickle ;;
         network_text_fuzz) echo tests/fuzz/seeds/network_text ;;
         open_file_fuzz) echo tests/fuzz/seeds/safetensors tests/data/torch tests/data/tensorizer tests/data/tensorizer/bad ;;
+        resp_fuzz) echo tests/fuzz/seeds/resp ;;
+        http1_fuzz) echo tests/fuzz/seeds/http1 ;;
+        http2_fuzz) echo tests/fuzz/seeds/http2 ;;
+        s3_config_fuzz) echo tests/fuzz/seeds/s3_config ;;
     esac
 }
 mkdir -p "$work"

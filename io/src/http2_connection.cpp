@@ -32,6 +32,9 @@ struct Stream {
     // The last time it got a header or data: a stream the server leaves waiting while others
     // on the connection flow is reset after the timeout.
     std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+    // Inside a response header block (not trailers): from its begin callback to its frame
+    // callback. Its fields are the response's.
+    bool in_response_headers = false;
 };
 
 nghttp2_nv header_pair(const std::string& name, const std::string& value) {
@@ -94,8 +97,11 @@ struct Http2Connection::Impl {
     static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
                          std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
                          std::uint8_t /*flags*/, void* /*user_data*/) {
-        Stream* stream = response_headers_of(session, frame);
-        if (stream == nullptr) {
+        // Not response_headers_of: after a 1xx it knows the final block by the 1xx status, which
+        // on_begin_headers has just cleared (every field of a final response after a 103 was
+        // dropped: status 0, no response; http2_fuzz).
+        Stream* stream = frame->hd.type == NGHTTP2_HEADERS ? stream_of(session, frame->hd.stream_id) : nullptr;
+        if (stream == nullptr || !stream->in_response_headers) {
             return 0;
         }
         stream->last_progress = std::chrono::steady_clock::now();
@@ -122,6 +128,7 @@ struct Http2Connection::Impl {
     static int on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* /*user_data*/) {
         if (Stream* stream = response_headers_of(session, frame)) {
             stream->response.facts = {};
+            stream->in_response_headers = true;
         }
         return 0;
     }
@@ -179,6 +186,9 @@ struct Http2Connection::Impl {
         }
         if (frame->hd.type == NGHTTP2_HEADERS && (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS) != 0) {
             Stream* stream = stream_of(session, frame->hd.stream_id);
+            if (stream != nullptr) {
+                stream->in_response_headers = false;
+            }
             const unsigned status = stream != nullptr ? stream->response.facts.status : 0;
             if (status >= 200 && status != 206) {
                 // Not range bytes (an error page, a redirect, a whole object): its headers

@@ -21,6 +21,25 @@ std::string seconds_text(std::chrono::milliseconds duration) {
     std::snprintf(text, sizeof text, "%g s", static_cast<double>(duration.count()) / 1000.0);
     return text;
 }
+
+// hiredis (0.14) allocates an array's element pointers when it reads the "*<n>\r\n" header,
+// before any element arrives: a server's "*2147483647\r\n" was a 16 GiB calloc (resp_fuzz).
+// No reply we ask for comes near this many elements (a SCAN page holds about COUNT keys).
+constexpr int reply_elements_max = 1 << 20;
+
+// hiredis's reply functions, with arrays over reply_elements_max refused (hiredis then reports
+// REDIS_ERR_OOM); made once from the defaults of the first reader.
+redisReplyObjectFunctions* bounded_reply_functions(const redisReplyObjectFunctions& hiredis) {
+    static const redisReplyObjectFunctions defaults = hiredis;
+    static redisReplyObjectFunctions bounded = [] {
+        redisReplyObjectFunctions functions = defaults;
+        functions.createArray = [](const redisReadTask* task, int elements) -> void* {
+            return elements > reply_elements_max ? nullptr : defaults.createArray(task, elements);
+        };
+        return functions;
+    }();
+    return &bounded;
+}
 } // namespace
 
 void append_redis_command(std::string& wire, std::span<const std::string_view> args) {
@@ -39,6 +58,7 @@ void append_redis_command(std::string& wire, std::span<const std::string_view> a
 RedisConnection::RedisConnection(asio::any_io_executor loop, std::string name, std::chrono::milliseconds timeout)
     : name_(std::move(name)), timeout_(timeout), stream_(std::move(loop)), reader_(redisReaderCreate()) {
     RL_ASSERT(reader_ != nullptr, "redisReaderCreate failed (out of memory)");
+    reader_->fn = bounded_reply_functions(*reader_->fn);
 }
 
 RedisConnection::~RedisConnection() {
@@ -128,7 +148,10 @@ Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire
     while (replies.size() < reply_count) {
         void* reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
-            co_return protocol_failure(std::string("not a Redis reply: ") + reader_->errstr);
+            co_return protocol_failure(reader_->err == REDIS_ERR_OOM
+                                           ? "an array of more than " + std::to_string(reply_elements_max) +
+                                                 " elements where a short reply was expected (or out of memory)"
+                                           : std::string("not a Redis reply: ") + reader_->errstr);
         }
         if (reply != nullptr) {
             replies.emplace_back(static_cast<redisReply*>(reply));

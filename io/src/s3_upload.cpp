@@ -281,14 +281,12 @@ Task<Result<std::string>> upload_multipart(asio::io_context& loop, MultipartUplo
     auto creating = control.send_with_retries("POST", upload.object_target + "?uploads=", {},
                                               "application/octet-stream", upload.attempts);
     S3Response created = co_await std::move(creating);
-    const auto id_start = created.body.find("<UploadId>");
-    const auto id_end = created.body.find("</UploadId>");
-    if (!created.ok() || id_start == std::string::npos || id_end == std::string::npos) {
+    upload.upload_id = created.ok() ? s3_xml_text(created.body, "UploadId") : "";
+    if (upload.upload_id.empty()) {
         co_return endpoint.failed(uri,
                                   "CreateMultipartUpload failed: " +
                                       (created.ok() ? std::string("the answer has no UploadId") : created.failure));
     }
-    upload.upload_id = created.body.substr(id_start + 10, id_end - id_start - 10);
     upload.part_count =
         static_cast<std::size_t>((upload.size_bytes + upload.part_size_bytes - 1) / upload.part_size_bytes);
     upload.etags.resize(upload.part_count);

@@ -7,6 +7,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -20,6 +21,8 @@
 namespace ringload {
 namespace {
 constexpr std::size_t huge_page_bytes = 2 << 20;
+// Every ring's leased slots; changed under the leasing ring's mutex.
+std::atomic<std::uint64_t> slots_leased{0};
 } // namespace
 
 // --- SlotLease ------------------------------------------------------------------------------
@@ -126,6 +129,10 @@ std::uint32_t BufferRing::free_count() const {
     return static_cast<std::uint32_t>(free_.size());
 }
 
+std::uint64_t BufferRing::slots_leased_in_process() noexcept {
+    return slots_leased.load(std::memory_order_relaxed);
+}
+
 std::optional<SlotLease> BufferRing::try_acquire() {
     std::lock_guard lock(mutex_);
     if (free_.empty()) {
@@ -133,6 +140,7 @@ std::optional<SlotLease> BufferRing::try_acquire() {
     }
     std::uint32_t index = free_.back();
     free_.pop_back();
+    slots_leased.fetch_add(1, std::memory_order_relaxed);
     return SlotLease(this, index);
 }
 
@@ -144,6 +152,7 @@ std::optional<std::uint32_t> BufferRing::take_or_wait(bool wait_for_all) {
         }
         std::uint32_t index = free_.back();
         free_.pop_back();
+        slots_leased.fetch_add(1, std::memory_order_relaxed);
         return index;
     }
     ++waiters_;
@@ -201,6 +210,7 @@ void BufferRing::release(std::uint32_t index) noexcept {
     // never leaves a handler behind.
     std::lock_guard lock(mutex_);
     free_.push_back(index);
+    slots_leased.fetch_sub(1, std::memory_order_relaxed);
     if (waiters_ > 0) {
         asio::post(loop_, [this, alive = std::weak_ptr<void>(alive_)] {
             if (!alive.expired()) {

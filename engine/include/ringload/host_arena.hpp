@@ -18,6 +18,7 @@
 
 #include "ringload/error.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -44,7 +45,8 @@ public:
     std::byte* data() const noexcept { return data_; }
     std::size_t size_bytes() const noexcept { return size_bytes_; }
 
-    // Faults the whole arena in from a background thread, front to back.
+    // Faults the whole arena in from a background thread, front to back. An arena destroyed
+    // before it is done stops it after the step in progress (64 MiB).
     void prefault_in_background();
     // Waits for the background pre-fault (if any) to finish.
     void join_prefault();
@@ -67,6 +69,7 @@ private:
     bool mapped_file_ = false;
     std::size_t mapped_bytes_ = 0;
     std::size_t size_bytes_ = 0;
+    std::atomic<bool> prefault_stop_{false};
     std::thread prefault_thread_;
 };
 

@@ -84,6 +84,10 @@ public:
     std::uint32_t slot_count() const noexcept { return options_.slot_count; }
     std::size_t slot_size_bytes() const noexcept { return options_.slot_size_bytes; }
     std::uint32_t free_count() const;
+    // Slots leased now from every ring of the process: 0 whenever no run holds one. For checks
+    // that failed and cancelled loads give every slot back (tests/bindings/cancel_load_test.cpp,
+    // tests/tools/soak.cpp); one relaxed atomic add per lease and release.
+    static std::uint64_t slots_leased_in_process() noexcept;
     // Every slot, as one block: to page-lock it for a GPU's copies (gpu::pin_host_memory).
     std::span<std::byte> memory() const noexcept {
         return {memory_, static_cast<std::size_t>(options_.slot_count) * options_.slot_size_bytes};

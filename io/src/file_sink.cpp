@@ -101,11 +101,11 @@ public:
           base_(std::move(base)),
           dir_fd_(std::move(dir_fd)),
           temp_(std::move(temp)),
-          use_io_uring_(use_io_uring),
-          shared_file_(loop) {
-        if (use_io_uring_) {
-            shared_file_.assign(::dup(temp_.fd.get()));
+          use_io_uring_(use_io_uring) {
+        if (use_io_uring_ && posix::make_io_uring_file(loop, shared_file_)) {
+            shared_file_->assign(::dup(temp_.fd.get()));
         } else {
+            use_io_uring_ = false;
             pwrite_pool_ = std::make_unique<asio::thread_pool>(pwrite_threads);
         }
     }
@@ -275,7 +275,7 @@ private:
     TemporaryFile temp_;
     bool use_io_uring_ = true;
     bool committed_ = false;
-    asio::random_access_file shared_file_;
+    std::optional<asio::random_access_file> shared_file_; // with io_uring only
     posix::PerSlotFiles direct_files_{shared_file_, temp_.direct_fd.get()};
     posix::PerSlotFiles buffered_files_{shared_file_, temp_.fd.get()};
     std::unique_ptr<asio::thread_pool> pwrite_pool_;

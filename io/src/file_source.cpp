@@ -55,10 +55,11 @@ public:
           size_bytes_(size_bytes),
           buffered_fd_(std::move(buffered_fd)),
           direct_fd_(std::move(direct_fd)),
-          use_io_uring_(use_io_uring),
-          buffered_file_(loop) {
-        if (use_io_uring_) {
-            buffered_file_.assign(::dup(buffered_fd_.get()));
+          use_io_uring_(use_io_uring) {
+        if (use_io_uring_ && posix::make_io_uring_file(loop, buffered_file_)) {
+            buffered_file_->assign(::dup(buffered_fd_.get()));
+        } else {
+            use_io_uring_ = false;
         }
         if (!use_io_uring_ || buffered_read_threads > 0) {
             pread_pool_threads_ =
@@ -118,7 +119,7 @@ public:
             co_return result;
         }
         auto window = asio::buffer(dst.data(), dst.size());
-        auto done = co_await buffered_file_.async_read_some_at(offset_bytes, window, use_task);
+        auto done = co_await buffered_file_->async_read_some_at(offset_bytes, window, use_task);
         co_return finish_read(done, offset_bytes);
     }
 
@@ -147,7 +148,7 @@ private:
     FileDescriptor buffered_fd_;
     FileDescriptor direct_fd_;
     bool use_io_uring_ = true;
-    asio::random_access_file buffered_file_;
+    std::optional<asio::random_access_file> buffered_file_; // with io_uring only
     posix::PerSlotFiles direct_files_{buffered_file_, direct_fd_.get()};
     posix::PerSlotFiles buffered_files_{buffered_file_, buffered_fd_.get()};
     std::size_t pread_pool_threads_ = 0;

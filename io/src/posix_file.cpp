@@ -3,6 +3,8 @@
 
 #include "ringload/io/file_source.hpp"
 
+#include <boost/system/system_error.hpp>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -67,13 +69,29 @@ bool use_io_uring(bool allowed) {
     return false;
 }
 
+bool make_io_uring_file(asio::io_context& loop, std::optional<asio::random_access_file>& file) {
+    try {
+        file.emplace(loop);
+        return true;
+    } catch (const boost::system::system_error& error) {
+        static std::once_flag said;
+        std::call_once(said, [&error] {
+            std::fprintf(stderr,
+                         "ringload: the kernel refused an io_uring (%s; too many loads at once?); using "
+                         "pread/pwrite where it does\n",
+                         error.what());
+        });
+        return false;
+    }
+}
+
 asio::random_access_file& PerSlotFiles::for_slot(std::uint32_t slot_index) {
     while (files_.size() <= slot_index) {
         int fd = ::dup(fd_);
         if (fd < 0) {
-            return shared_;
+            return *shared_;
         }
-        auto file = std::make_unique<asio::random_access_file>(shared_.get_executor());
+        auto file = std::make_unique<asio::random_access_file>(shared_->get_executor());
         file->assign(fd);
         files_.push_back(std::move(file));
     }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,16 +64,25 @@ bool environment_flag(const char* name);
 // once on stderr.
 bool use_io_uring(bool allowed);
 
+// Makes `file` on `loop`; false, leaving it empty, where the loop cannot have an io_uring. Asio
+// makes a loop's ring (16384 entries) with its first file object and throws where the kernel
+// refuses it: ENOMEM with many loads at once, each loop with its ring (the soak, 64 at once),
+// or a refusal use_io_uring's small probe did not meet. Says so on stderr once; the caller
+// then reads or writes with pread/pwrite. No file object may be made on a loop without one:
+// the first one of a source or sink is made here.
+bool make_io_uring_file(asio::io_context& loop, std::optional<asio::random_access_file>& file);
+
 // Asio's io_uring service keeps one operation in flight per I/O object and queues the rest
 // (boost/asio/detail/impl/io_uring_service.ipp, start_op). One object per ring slot, each on
 // its own dup of the descriptor, lets every slot's I/O be in the kernel at once.
 class PerSlotFiles {
 public:
-    PerSlotFiles(asio::random_access_file& shared, int fd) : shared_(shared), fd_(fd) {}
+    // `shared` is made (make_io_uring_file) before the first for_slot.
+    PerSlotFiles(std::optional<asio::random_access_file>& shared, int fd) : shared_(shared), fd_(fd) {}
     asio::random_access_file& for_slot(std::uint32_t slot_index);
 
 private:
-    asio::random_access_file& shared_; // used when out of descriptors (correct, slower)
+    std::optional<asio::random_access_file>& shared_; // used when out of descriptors (correct, slower)
     int fd_;
     std::vector<std::unique_ptr<asio::random_access_file>> files_;
 };

@@ -15,7 +15,8 @@
 //     (/proc/self/task) is left; in the asan preset LeakSanitizer checks the memory at exit.
 // And a load of a (sparse) 1 GiB file cancelled at once lets its arena go without faulting it in.
 // Seeded and printed: RINGLOAD_SEED=S repeats the choices of a run, RINGLOAD_CANCEL_ROUNDS=N
-// sets the rounds per test (a few hundred in all by default, under 30 s with ASan or TSan).
+// sets the rounds per test (by default 120 and 80, stopping early after 20 s: a test stays under
+// 30 s with ASan or TSan on a busy machine).
 #include "../support/decryption_support.hpp"
 #include "../support/process_counts.hpp"
 #include "../support/test_support.hpp"
@@ -68,6 +69,12 @@ unsigned seed_of_run() {
 std::size_t rounds_per_test(std::size_t fallback) {
     const char* given = std::getenv("RINGLOAD_CANCEL_ROUNDS");
     return given != nullptr ? std::stoul(given) : fallback;
+}
+
+// Rounds stop early after this long (a slow or busy machine, a sanitizer); unless
+// RINGLOAD_CANCEL_ROUNDS asks for a number, which then all run.
+Clock::duration time_cap() {
+    return std::getenv("RINGLOAD_CANCEL_ROUNDS") != nullptr ? Clock::duration::max() : std::chrono::seconds(20);
 }
 
 // A whole load of `path`: the reference every cancelled round is checked against. Its time,
@@ -197,6 +204,91 @@ void expect_whole(const Fixture& fixture, const LoadedModel& model, const std::s
     }
 }
 
+// Where one round cancels its load.
+struct CancelPlan {
+    CancelAt at = CancelAt::before_load;
+    Clock::duration delay{};     // after_delay
+    std::size_t after_tensors{}; // at_tensor: the hand-over that cancels (1 = the first)
+    bool stream = false;         // hand tensors over (always for at_tensor)
+};
+
+CancelPlan random_cancel(const Fixture& fixture, std::mt19937_64& random) {
+    CancelPlan plan;
+    plan.at = static_cast<CancelAt>(random() % 3);
+    // Early points more often than late ones: small fixtures finish soon.
+    const double share = static_cast<double>(random() % 1000) / 1000;
+    plan.delay = std::chrono::duration_cast<Clock::duration>(fixture.load_time * 1.2 * share * share);
+    plan.after_tensors = 1 + random() % std::max<std::size_t>(fixture.sha256.size(), 1);
+    plan.stream = plan.at == CancelAt::at_tensor || random() % 2 == 0;
+    return plan;
+}
+
+// Loads with `plan`'s cancel, from a thread of the test or the hand-over, and checks what came
+// back: cancelled or whole and right, every slot back, what was handed over right.
+void load_and_cancel(const Fixture& fixture, Deserializer& opened, LoadOptions options, const CancelPlan& plan,
+                     const std::string& what, Tally& tally) {
+    CancelToken token;
+    std::mutex mutex;
+    std::optional<Clock::time_point> cancelled_at; // guarded by mutex
+    auto cancel = [&] {
+        std::lock_guard lock(mutex);
+        if (!cancelled_at) {
+            cancelled_at = Clock::now();
+            token.cancel();
+        }
+    };
+    std::vector<StreamedTensor> streamed; // guarded by mutex (hand-overs come one at a time)
+    options.cancel = &token;
+    if (plan.stream) {
+        options.on_tensor = [&](const StreamedTensor& tensor) {
+            std::size_t count = 0;
+            {
+                std::lock_guard lock(mutex);
+                streamed.push_back(tensor);
+                count = streamed.size();
+            }
+            if (plan.at == CancelAt::at_tensor && count == plan.after_tensors) {
+                cancel();
+            }
+        };
+    }
+    if (plan.at == CancelAt::before_load) {
+        cancel();
+    }
+    std::thread canceller;
+    if (plan.at == CancelAt::after_delay) {
+        canceller = std::thread([&cancel, delay = plan.delay] {
+            std::this_thread::sleep_for(delay);
+            cancel();
+        });
+    }
+    auto loaded = opened.load(options);
+    const auto returned = Clock::now();
+    if (canceller.joinable()) {
+        canceller.join();
+    }
+    EXPECT_EQ(BufferRing::slots_leased_in_process(), 0u) << what << ": ring slots still leased after load()";
+    if (loaded) {
+        ++tally.whole;
+        expect_whole(fixture, *loaded, what);
+    } else {
+        ++tally.cancelled;
+        EXPECT_EQ(loaded.error().code, errc::cancelled) << what << ": " << loaded.error().message();
+        std::lock_guard lock(mutex);
+        EXPECT_TRUE(cancelled_at.has_value()) << what << ": failed without a cancel";
+        if (cancelled_at) {
+            tally.longest_stop = std::max(tally.longest_stop, returned - *cancelled_at);
+        }
+    }
+    // Handed over means final: the right bytes, kept by their owner after a failed load too.
+    for (const auto& tensor : streamed) {
+        ASSERT_LT(tensor.position, fixture.sha256.size()) << what;
+        EXPECT_EQ(sha256_hex(tensor.tensor.bytes), fixture.sha256[tensor.position])
+            << what << ": tensor " << tensor.position << " handed over";
+        ++tally.streamed_checked;
+    }
+}
+
 // One round: open, load with a cancel at a random point, check, maybe load again, let go.
 void cancel_round(const Fixture& fixture, std::mt19937_64& random, Tally& tally) {
     const auto baseline = testing::ProcessCounts::now();
@@ -206,88 +298,17 @@ void cancel_round(const Fixture& fixture, std::mt19937_64& random, Tally& tally)
         open_options.read_mode = pick(random, std::vector{ReadMode::automatic, ReadMode::direct, ReadMode::buffered});
         auto opened = Deserializer::open(fixture.path, open_options);
         ASSERT_TRUE(opened) << opened.error().message();
-        LoadOptions options = random_options(fixture, random);
-        const auto at = static_cast<CancelAt>(random() % 3);
-        // Early points more often than late ones: small fixtures finish soon.
-        const double share = static_cast<double>(random() % 1000) / 1000;
-        const auto delay = std::chrono::duration_cast<Clock::duration>(fixture.load_time * 1.2 * share * share);
-        const std::size_t cancel_after_tensors = 1 + random() % std::max<std::size_t>(fixture.sha256.size(), 1);
-        const std::string what = fixture.path + " (cancel " + cancel_names[static_cast<int>(at)] + ", slots " +
+        const LoadOptions options = random_options(fixture, random);
+        const CancelPlan plan = random_cancel(fixture, random);
+        const std::string what = fixture.path + " (cancel " + cancel_names[static_cast<int>(plan.at)] + ", slots " +
                                  std::to_string(options.slot_count) + " x " + std::to_string(options.slot_size_bytes) +
                                  ", workers " + std::to_string(options.worker_threads) + ", verify " +
                                  std::to_string(options.verify_hashes) + ")";
-
-        CancelToken token;
-        std::mutex mutex;
-        std::optional<Clock::time_point> cancelled_at; // guarded by mutex
-        auto cancel = [&] {
-            std::lock_guard lock(mutex);
-            if (!cancelled_at) {
-                cancelled_at = Clock::now();
-                token.cancel();
-            }
-        };
-        std::vector<StreamedTensor> streamed; // guarded by mutex (hand-overs come one at a time)
-        options.cancel = &token;
-        if (at == CancelAt::at_tensor || random() % 2 == 0) {
-            options.on_tensor = [&](const StreamedTensor& tensor) {
-                std::size_t count = 0;
-                {
-                    std::lock_guard lock(mutex);
-                    streamed.push_back(tensor);
-                    count = streamed.size();
-                }
-                if (at == CancelAt::at_tensor && count == cancel_after_tensors) {
-                    cancel();
-                }
-            };
-        }
-        if (at == CancelAt::before_load) {
-            cancel();
-        }
-        std::thread canceller;
-        if (at == CancelAt::after_delay) {
-            canceller = std::thread([&cancel, delay] {
-                std::this_thread::sleep_for(delay);
-                cancel();
-            });
-        }
-        {
-            auto loaded = opened->load(options);
-            const auto returned = Clock::now();
-            if (canceller.joinable()) {
-                canceller.join();
-            }
-            EXPECT_EQ(BufferRing::slots_leased_in_process(), 0u) << what << ": ring slots still leased after load()";
-            if (loaded) {
-                ++tally.whole;
-                expect_whole(fixture, *loaded, what);
-            } else {
-                ++tally.cancelled;
-                EXPECT_EQ(loaded.error().code, errc::cancelled) << what << ": " << loaded.error().message();
-                std::lock_guard lock(mutex);
-                EXPECT_TRUE(cancelled_at.has_value()) << what << ": failed without a cancel";
-                if (cancelled_at) {
-                    tally.longest_stop = std::max(tally.longest_stop, returned - *cancelled_at);
-                }
-            }
-            // Handed over means final: the right bytes, kept by their owner after a failed load too.
-            for (const auto& tensor : streamed) {
-                ASSERT_LT(tensor.position, fixture.sha256.size()) << what;
-                EXPECT_EQ(sha256_hex(tensor.tensor.bytes), fixture.sha256[tensor.position])
-                    << what << ": tensor " << tensor.position << " handed over";
-                ++tally.streamed_checked;
-            }
-            streamed.clear();
-        } // the model's memory goes
-
+        load_and_cancel(fixture, *opened, options, plan, what, tally);
         if (random() % 2 == 0) {
-            LoadOptions again = options; // the same ring, reused
-            again.cancel = nullptr;
-            again.on_tensor = nullptr;
-            auto reloaded = opened->load(again);
-            ASSERT_TRUE(reloaded) << what << ": the load after a cancel: " << reloaded.error().message();
-            expect_whole(fixture, *reloaded, what + ", loaded again");
+            auto again = opened->load(options); // the same ring, reused; no cancel, no hand-over
+            ASSERT_TRUE(again) << what << ": the load after a cancel: " << again.error().message();
+            expect_whole(fixture, *again, what + ", loaded again");
             EXPECT_EQ(BufferRing::slots_leased_in_process(), 0u) << what << ": loaded again";
         }
     }
@@ -306,7 +327,9 @@ void run_rounds(const std::vector<Fixture>& fixtures, std::size_t rounds) {
     Tally tally;
     const auto at_start = testing::ProcessCounts::now();
     const auto started = Clock::now();
-    for (std::size_t round = 0; round < rounds && !::testing::Test::HasFatalFailure(); ++round) {
+    const Clock::duration cap = time_cap();
+    for (std::size_t round = 0; round < rounds && !::testing::Test::HasFatalFailure() && Clock::now() - started < cap;
+         ++round) {
         cancel_round(fixtures[random() % fixtures.size()], random, tally);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
@@ -328,14 +351,14 @@ TEST(CancelLoad, TensorizerFromAnotherThreadGivesEverythingBack) {
 
 TEST(CancelLoad, SafetensorsAndTorchFromAnotherThreadGiveEverythingBack) {
     testing::TempDir dir;
-    run_rounds(safetensors_and_torch_fixtures(dir), rounds_per_test(120));
+    run_rounds(safetensors_and_torch_fixtures(dir), rounds_per_test(80));
 }
 
 // A cancelled load lets its arena go without faulting in the rest of it first: the background
 // prefault stops with the arena (it went on through the whole model: a cancel 100 ms into a
 // 2 GiB load took 1.7 s and zeroed 2 GiB for nothing). A sparse 1 GiB file, cancelled before
 // the load starts: the peak resident memory (VmHWM, reset through /proc/self/clear_refs) may
-// rise by a prefault step or two, not by the model.
+// rise by a few prefault steps (64 MiB each), not by the model.
 TEST(CancelLoad, StopsTheArenasPrefaultInsteadOfWaitingForIt) {
     constexpr std::uint64_t model_bytes = 1ULL << 30;
     testing::TempDir dir;
@@ -369,7 +392,9 @@ TEST(CancelLoad, StopsTheArenasPrefaultInsteadOfWaitingForIt) {
     EXPECT_EQ(loaded.error().code, errc::cancelled) << loaded.error().message();
     const std::uint64_t rise = testing::status_bytes("VmHWM") - resident;
     std::cout << "cancelled in " << seconds << " s; peak resident memory rose by " << (rise >> 20) << " MiB\n";
-    EXPECT_LT(rise, model_bytes / 4) << "the cancelled load faulted in its whole arena";
+    // The prefault thread runs on while the cancelled load returns: a step or two, more on a busy
+    // machine (three, 193 MiB, beside a TSan soak); the whole arena without the stop.
+    EXPECT_LT(rise, model_bytes * 3 / 4) << "the cancelled load faulted in its whole arena";
 }
 
 } // namespace

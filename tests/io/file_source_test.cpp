@@ -6,8 +6,9 @@
 // alignment and still serves a misaligned read (through the page cache), a plan whose ranges
 // start off the alignment reaches the handler without the lead bytes the aligned reads
 // brought in, the buffered/direct choice follows the page cache, and a missing file's error
-// names the path. Files live under the working directory (the build tree): O_DIRECT needs a
-// real file system, and $TMPDIR may be tmpfs; where O_DIRECT is refused its tests skip.
+// names the path; where the kernel refuses the loop's io_uring, the file is read with pread.
+// Files live under the working directory (the build tree): O_DIRECT needs a real file system,
+// and $TMPDIR may be tmpfs; where O_DIRECT is refused its tests skip.
 #include "ringload/io/file_source.hpp"
 #include "../support/fake_source.hpp"
 #include "../support/test_support.hpp"
@@ -16,9 +17,16 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -260,6 +268,68 @@ TEST_P(FileSourceTest, DirectoryIsNotARegularFile) {
 
 INSTANTIATE_TEST_SUITE_P(Reads, FileSourceTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "IoUring" : "Pread"; });
+
+// In a child process: io_uring_setup refused (EPERM, as Docker's default seccomp profile does),
+// then `path` opened and read through a fresh loop. The exit status says how it went.
+enum RefusedIoUring : int {
+    read_right = 0,
+    no_filter = 1,
+    open_failed = 2,
+    bytes_wrong = 3,
+    used_io_uring = 4,
+    threw = 5, // an exception out of open_file_source or the read
+};
+
+int read_where_io_uring_is_refused(const fs::path& path) {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+        return no_filter;
+    }
+    boost::asio::io_context loop;
+    auto source = open_file_source(loop, path.string(), {.mode = FileReadMode::buffered});
+    if (!source) {
+        return open_failed;
+    }
+    if ((*source)->uses_io_uring()) {
+        return used_io_uring;
+    }
+    std::vector<std::byte> bytes(file_bytes);
+    auto read = testing::run_to_completion(loop, (*source)->read_small_at(0, bytes));
+    return read && *read == file_bytes && bytes == pattern(0, file_bytes) ? read_right : bytes_wrong;
+}
+
+// Where the kernel refuses a loop's io_uring after the process's probe said yes (ENOMEM with 64
+// loads at once in the soak, tests/tools/soak.cpp, each loop with its 16384-entry ring; here a
+// seccomp filter made after the probe), Asio's first file object threw out of open_file_source:
+// std::terminate in a server. Now the file is read with pread.
+TEST(FileSourceRefused, ReadsWithPreadWhereTheKernelRefusesTheLoopsIoUring) {
+    if (!io_uring_available()) { // also keeps the probe's yes for the child
+        GTEST_SKIP() << "io_uring blocked on this host";
+    }
+    testing::TempDir dir(fs::current_path());
+    const auto path = testing::write_file(dir.path() / "pattern.bin", pattern(0, file_bytes));
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        int code = threw;
+        try {
+            code = read_where_io_uring_is_refused(path);
+        } catch (...) {
+        }
+        ::_exit(code); // never back into the test runner
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WEXITSTATUS(status), read_right)
+        << "1: no seccomp filter, 2: open failed, 3: wrong bytes, 4: io_uring used, 5: an exception";
+}
 
 } // namespace
 } // namespace ringload

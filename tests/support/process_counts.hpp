@@ -20,6 +20,17 @@
 #include <string>
 #include <thread>
 
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define RINGLOAD_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define RINGLOAD_TEST_SANITIZED 1
+#endif
+#endif
+#ifdef RINGLOAD_TEST_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace ringload::testing {
 
 inline std::size_t entries_in(const char* directory) {
@@ -40,6 +51,16 @@ inline std::uint64_t status_bytes(const std::string& field) {
         }
     }
     return 0;
+}
+
+// Under a sanitizer: starts its symbolizer now. The sanitizer starts it (a process it talks to
+// through two pipes, kept open) at the first report it symbolizes, a suppressed one too
+// (tests/support/tsan.supp): after a count was taken, that looked like two descriptors leaked.
+inline void start_sanitizer_symbolizer() {
+#ifdef RINGLOAD_TEST_SANITIZED
+    char text[256];
+    __sanitizer_symbolize_pc(reinterpret_cast<void*>(&start_sanitizer_symbolizer), "%p %F %L", text, sizeof text);
+#endif
 }
 
 struct ProcessCounts {

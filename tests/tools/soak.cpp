@@ -601,6 +601,20 @@ void run_workers(const Args& args, const std::vector<Source>& sources, Tally& ta
 
 // --- Judging the run ------------------------------------------------------------------------
 
+// Under AddressSanitizer resident memory says nothing about leaks: freed blocks wait in its
+// quarantine and its allocator does not give pages back. Its LeakSanitizer checks at exit.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool memory_is_the_sanitizers = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool memory_is_the_sanitizers = true;
+#else
+constexpr bool memory_is_the_sanitizers = false;
+#endif
+#else
+constexpr bool memory_is_the_sanitizers = false;
+#endif
+
 // Growth: the median resident memory of the second half of the samples against the first
 // half's (the first two seconds left out: rings and arenas of the first loads, malloc's
 // arenas). Medians, and two rings of slack: how many loads hold their 128 MiB ring at a sample
@@ -641,6 +655,9 @@ std::vector<std::string> leftovers(const Args& args, const Run& run) {
     if (run.counts_end.threads > run.counts_start.threads) {
         problems.push_back("threads " + std::to_string(run.counts_start.threads) + " -> " +
                            std::to_string(run.counts_end.threads));
+    }
+    if (memory_is_the_sanitizers) {
+        return problems; // ASan keeps freed memory in its quarantine: LeakSanitizer judges leaks
     }
     // What malloc keeps of its per-thread arenas after malloc_trim, and a little more.
     const std::uint64_t slack = (64 << 20) + args.concurrency * (4 << 20);

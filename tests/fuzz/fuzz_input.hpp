@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace ringload::fuzz {
 
@@ -28,5 +30,21 @@ struct Input {
         return value;
     }
 };
+
+// `text` cut at each `separator` (memmem, so that libFuzzer learns the separator from the
+// comparison).
+inline std::vector<std::string_view> split(std::string_view text, std::string_view separator) {
+    std::vector<std::string_view> pieces;
+    for (;;) {
+        const void* found = ::memmem(text.data(), text.size(), separator.data(), separator.size());
+        if (found == nullptr) {
+            pieces.push_back(text);
+            return pieces;
+        }
+        const auto at = static_cast<std::size_t>(static_cast<const char*>(found) - text.data());
+        pieces.push_back(text.substr(0, at));
+        text.remove_prefix(at + separator.size());
+    }
+}
 
 } // namespace ringload::fuzz

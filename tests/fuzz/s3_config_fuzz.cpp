@@ -35,20 +35,7 @@
 namespace {
 
 using namespace ringload;
-
-std::vector<std::string_view> split(std::string_view text, std::string_view separator) {
-    std::vector<std::string_view> pieces;
-    for (;;) {
-        const void* found = ::memmem(text.data(), text.size(), separator.data(), separator.size());
-        if (found == nullptr) {
-            pieces.push_back(text);
-            return pieces;
-        }
-        const auto at = static_cast<std::size_t>(static_cast<const char*>(found) - text.data());
-        pieces.push_back(text.substr(0, at));
-        text.remove_prefix(at + separator.size());
-    }
-}
+using fuzz::split;
 
 // HOME for the lookups, with .aws/ in it, in memory where there is /dev/shm (rewriting three
 // files on ext4 each run took a quarter of the time); removed when the process exits (the

@@ -1,6 +1,8 @@
 // tests/fuzz/scripted_server.cpp
 #include "scripted_server.hpp"
 
+#include "fuzz_input.hpp"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -18,22 +20,6 @@ namespace {
 
 constexpr std::string_view connection_separator = "\n~~connection~~\n";
 constexpr std::string_view wait_separator = "\n~~wait~~\n";
-
-// `text` cut at each `separator` (memmem, so that libFuzzer learns the separator from the
-// comparison).
-std::vector<std::string_view> split(std::string_view text, std::string_view separator) {
-    std::vector<std::string_view> pieces;
-    for (;;) {
-        const void* found = ::memmem(text.data(), text.size(), separator.data(), separator.size());
-        if (found == nullptr) {
-            pieces.push_back(text);
-            return pieces;
-        }
-        const auto at = static_cast<std::size_t>(static_cast<const char*>(found) - text.data());
-        pieces.push_back(text.substr(0, at));
-        text.remove_prefix(at + separator.size());
-    }
-}
 
 [[noreturn]] void die(const char* what) {
     std::perror(what);

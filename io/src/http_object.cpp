@@ -44,6 +44,10 @@ bool is_redirect(unsigned status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
+bool is_interim(unsigned status) {
+    return status >= 100 && status < 200 && status != 101;
+}
+
 std::pair<std::string, std::string> PinnedObject::validator_of(const ResponseFacts& response) {
     if (!response.etag.empty()) {
         return {"ETag", response.etag};

@@ -32,6 +32,14 @@ std::optional<ContentRange> parse_content_range(std::string_view text);
 
 bool is_redirect(unsigned status);
 
+// An informational 1xx response (100 Continue, 103 Early Hints): a head without a body that a
+// server may send before the final response, which a client passes over. Not 101 Switching
+// Protocols, which ends HTTP on the connection (never asked for here: an unexpected status).
+bool is_interim(unsigned status);
+// How many interim responses may come before the final one: a server that only ever says
+// "wait" is refused, not read for ever.
+constexpr int max_interim_responses = 8;
+
 // The headers of a response that matter here.
 struct ResponseFacts {
     unsigned status = 0;

@@ -32,6 +32,7 @@ namespace beast = boost::beast;
 using namespace http_object;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using ResponseHeadParser = http::response_parser<http::buffer_body>;
 
 // One keep-alive connection: plain TCP, or TLS over it for https.
 struct Connection {
@@ -185,10 +186,12 @@ private:
     }
 
     // Sends a GET for the object (with `range` as its Range header, if given) and reads the
-    // response header into `parser`; the body is left to the caller.
+    // final response's header into `parser`; the body is left to the caller. Interim 1xx
+    // responses (100 Continue, 103 Early Hints) are heads without bodies that may come first:
+    // each is passed over, and a fresh parser reads the next (Beast's parser is done after one).
     template <class Stream>
     Task<boost::system::error_code> send_get(Stream& stream, Connection& connection, const std::string* range,
-                                             SignedGet get, http::response_parser<http::buffer_body>& parser) {
+                                             SignedGet get, std::optional<ResponseHeadParser>& parser) {
         http::request<http::empty_body> request{http::verb::get, get.url.target, 11};
         request.set(http::field::host, get.url.host_header);
         request.set(http::field::user_agent, user_agent);
@@ -198,17 +201,35 @@ private:
         for (const auto& [name, value] : get.headers) {
             request.set(name, value);
         }
-        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
         connection.tcp().expires_after(options_.timeout);
         auto [write_ec, written] = co_await http::async_write(stream, request, use_task);
         (void)written;
         if (write_ec) {
             co_return write_ec;
         }
-        connection.tcp().expires_after(options_.timeout);
-        auto [header_ec, header_bytes] = co_await http::async_read_header(stream, connection.buffer, parser, use_task);
-        (void)header_bytes;
-        co_return header_ec;
+        for (int interim = 0;; ++interim) {
+            parser.emplace();
+            parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+            connection.tcp().expires_after(options_.timeout);
+            auto [header_ec, header_bytes] =
+                co_await http::async_read_header(stream, connection.buffer, *parser, use_task);
+            (void)header_bytes;
+            if (header_ec || !is_interim(parser->get().result_int())) {
+                co_return header_ec;
+            }
+            if (interim == max_interim_responses) {
+                // A server that only ever says "wait": refused, not read for ever.
+                co_return boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+            }
+        }
+    }
+
+    // Why send_get found no final response.
+    static std::string no_response(const boost::system::error_code& ec, const std::optional<ResponseHeadParser>& head) {
+        if (head && head->is_header_done() && is_interim(head->get().result_int())) {
+            return "no final response after " + std::to_string(max_interim_responses + 1) + " interim (1xx) responses";
+        }
+        return "no response: " + ec.message();
     }
 
     // TCP connect, then for https the TLS handshake (connect.hpp) offering ALPN http/1.1.
@@ -234,15 +255,16 @@ private:
         Exchange out;
         const std::string range =
             "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
-        http::response_parser<http::buffer_body> parser;
-        auto sending = send_get(stream, connection, &range, std::move(get), parser);
+        std::optional<ResponseHeadParser> final_head;
+        auto sending = send_get(stream, connection, &range, std::move(get), final_head);
         const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
             // A keep-alive connection the server closed meanwhile fails here: worth one resend.
-            out.failed(object_.range_error("no response: " + read_ec.message(), offset_bytes, dst.size()),
+            out.failed(object_.range_error(no_response(read_ec, final_head), offset_bytes, dst.size()),
                        reused ? FailureKind::unsent : transport_failure_kind(read_ec));
             co_return out;
         }
+        ResponseHeadParser& parser = *final_head;
         auto& response = parser.get();
         if (is_redirect(response.result_int()) && !response[http::field::location].empty()) {
             out.redirect = std::string(response[http::field::location]);
@@ -274,8 +296,7 @@ private:
 
     // A response that is not the range: its error, explained by options_.explain_error when its
     // body says more (S3's <Code>: <Message>), retried when its status is retryable.
-    Task<Exchange> refused(Connection& connection, http::response_parser<http::buffer_body>& parser,
-                           ResponseFacts facts, Error error) {
+    Task<Exchange> refused(Connection& connection, ResponseHeadParser& parser, ResponseFacts facts, Error error) {
         Exchange out;
         auto explaining = explain_refusal(connection, parser);
         const std::string why = co_await std::move(explaining);
@@ -289,8 +310,8 @@ private:
     }
 
     // The 206 body, straight into `dst`.
-    Task<Exchange> read_range_body(Connection& connection, http::response_parser<http::buffer_body>& parser,
-                                   std::uint64_t offset_bytes, std::span<std::byte> dst) {
+    Task<Exchange> read_range_body(Connection& connection, ResponseHeadParser& parser, std::uint64_t offset_bytes,
+                                   std::span<std::byte> dst) {
         Exchange out;
         const auto content_length = parser.content_length();
         if (!content_length || parser.chunked() || *content_length > dst.size()) {
@@ -322,7 +343,7 @@ private:
     // The hook's reading of a small body of a 4xx (or of a redirect without a Location); "" when
     // there is no hook. A body it cannot take (chunked, unsized, over 64 KiB) is given as empty,
     // so that what the hook says of the status alone (S3's wrong-region 301) still comes out.
-    Task<std::string> explain_refusal(Connection& connection, http::response_parser<http::buffer_body>& parser) {
+    Task<std::string> explain_refusal(Connection& connection, ResponseHeadParser& parser) {
         const unsigned status = parser.get().result_int();
         const auto length = parser.content_length();
         const bool explained_status = (status >= 400 && status < 500) || is_redirect(status);
@@ -467,12 +488,13 @@ private:
 
     template <class Stream>
     Task<Result<void>> start_get(Stream& stream, Connection& connection, SignedGet get) {
-        http::response_parser<http::buffer_body> parser;
-        auto sending = send_get(stream, connection, nullptr, std::move(get), parser);
+        std::optional<ResponseHeadParser> final_head;
+        auto sending = send_get(stream, connection, nullptr, std::move(get), final_head);
         const boost::system::error_code read_ec = co_await std::move(sending);
         if (read_ec) {
-            co_return fail(errc::io_error, name_ + ": no response to a GET: " + read_ec.message());
+            co_return fail(errc::io_error, name_ + ": " + no_response(read_ec, final_head) + " to a GET");
         }
+        const ResponseHeadParser& parser = *final_head;
         const auto& response = parser.get();
         const auto length = parser.content_length();
         if (response.result_int() != 200 || !length || !object_.same_whole(*length, facts_of(response))) {

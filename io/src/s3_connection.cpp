@@ -2,6 +2,7 @@
 #include "ringload/io/s3_connection.hpp"
 
 #include "connect.hpp"
+#include "http_object.hpp"
 #include "retry_policy.hpp"
 #include "ringload/io/s3_error.hpp"
 #include "ringload/io/s3_signer.hpp"
@@ -70,22 +71,35 @@ struct S3Connection::Impl {
             out.failure = "sending the request failed: " + write_ec.message();
             co_return out;
         }
-        http::response_parser<http::string_body> parser;
-        parser.body_limit(1 << 20);
-        tcp().expires_after(timeout);
-        auto read_done = co_await http::async_read(stream, buffer, parser, use_task);
-        auto& [read_ec, read] = read_done;
-        (void)read;
-        if (read_ec) {
-            close();
-            out.failure = "no response: " + read_ec.message();
-            co_return out;
+        // Interim 1xx responses (100 Continue, 103 Early Hints) may come first: each is read
+        // (a head, no body) and passed over; a fresh parser reads the next.
+        std::optional<http::response_parser<http::string_body>> parser;
+        for (int interim = 0;; ++interim) {
+            if (interim > http_object::max_interim_responses) {
+                close();
+                out.failure = "no final response after " + std::to_string(interim) + " interim (1xx) ones";
+                co_return out;
+            }
+            parser.emplace();
+            parser->body_limit(1 << 20);
+            tcp().expires_after(timeout);
+            auto read_done = co_await http::async_read(stream, buffer, *parser, use_task);
+            auto& [read_ec, read] = read_done;
+            (void)read;
+            if (read_ec) {
+                close();
+                out.failure = "no response: " + read_ec.message();
+                co_return out;
+            }
+            if (!http_object::is_interim(parser->get().result_int())) {
+                break;
+            }
         }
-        auto& response = parser.get();
+        auto& response = parser->get();
         out.status = response.result_int();
         out.body = std::move(response.body());
         out.etag = std::string(response[http::field::etag]);
-        if (!parser.keep_alive()) {
+        if (!parser->keep_alive()) {
             close();
         }
         if (!out.ok()) {

@@ -150,13 +150,15 @@ class RangeServing:
     `busy` requests are answered 429 Too Many Requests, and that from request `change_at` on
     the object is another one: other bytes under another ETag (replaced while loading)."""
 
-    def __init__(self, data, busy=0, change_at=None):
+    def __init__(self, data, busy=0, change_at=None, interim=b""):
         self.data, self.busy, self.change_at, self.requests = data, busy, change_at, 0
+        self.interim = interim  # informational 1xx responses sent before each final one
 
     def __call__(self, connection):
         while True:
             head = read_request(connection).decode("latin-1")
             self.requests += 1
+            connection.sendall(self.interim)
             if self.requests <= self.busy:
                 connection.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")
                 continue
@@ -234,11 +236,14 @@ cases = [
                     b"4000\r\n" + b"n" * 0x4000 + b"\r\n"), []),
     ("HTTP/1.1: a slow-loris head (a byte every 0.2 s)", slow_loris, []),
     ("HTTP/1.1: redirects forever", redirect_to_self(server), []),
+    ("HTTP/1.1: 100 Continue forever", http_behaviour(b"", b"HTTP/1.1 100 Continue\r\n\r\n"), []),
     ("HTTP/2: CONTINUATION frames forever", h2_continuation_flood, ["--http-version", "2"]),
     ("S3: an error whose XML never ends",
      http_behaviour(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n\r\n"
                     b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>",
                     b"no " * 20000), ["--s3-endpoint", f"http://127.0.0.1:{server.port}"]),
+    ("S3: 100 Continue forever", http_behaviour(b"", b"HTTP/1.1 100 Continue\r\n\r\n"),
+     ["--s3-endpoint", f"http://127.0.0.1:{server.port}"]),
 ]
 redis = f"redis://127.0.0.1:{server.port}/model"
 redis_cases = [
@@ -277,6 +282,17 @@ with server:
                          capture_output=True, text=True, timeout=120)
     got = sorted(t["sha256"] for t in json.loads(out.stdout)["tensors"]) if out.returncode == 0 else None
     check("a burst of three 429s is waited out: the load is whole", got == want, out.stderr[-300:])
+    # Informational 1xx responses before every final one (as a proxy or a CDN may send) are
+    # passed over, over HTTP/1.1 and S3 alike: the load is whole.
+    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+    for label, target, extra in (("HTTP/1.1", url, []), ("S3", "s3://bucket/large_mixed_v2.tensors",
+                                                         ["--s3-endpoint", f"http://127.0.0.1:{server.port}"])):
+        server.behaviour = RangeServing(data, interim=interim)
+        out = subprocess.run([RINGLOAD, "load", target, "--verify", "--sha256", "--json", *small_ranges, *extra],
+                             capture_output=True, text=True, timeout=120)
+        got = sorted(t["sha256"] for t in json.loads(out.stdout)["tensors"]) if out.returncode == 0 else None
+        check(f"{label}: 100 Continue and 103 Early Hints before each response are passed over: the load is whole",
+              got == want, out.stderr[-300:])
     server.behaviour = RangeServing(data, busy=1000)
     out = subprocess.run([RINGLOAD, "load", url, "--attempts", "3", *small_ranges], capture_output=True, text=True,
                          timeout=120)

@@ -22,25 +22,30 @@ std::string seconds_text(std::chrono::milliseconds duration) {
     return text;
 }
 
-// hiredis (0.14) allocates an array's element pointers when it reads the "*<n>\r\n" header,
-// before any element arrives: a server's "*2147483647\r\n" was a 16 GiB calloc (resp_fuzz).
-// No reply we ask for comes near this many elements (a SCAN page holds about COUNT keys).
-constexpr int reply_elements_max = 1 << 20;
-
-// hiredis's reply functions, with arrays over reply_elements_max refused (hiredis then reports
-// REDIS_ERR_OOM); made once from the defaults of the first reader.
+// hiredis's reply functions, with arrays over redis_reply_elements_max refused; made once from
+// the defaults of the first reader.
 redisReplyObjectFunctions* bounded_reply_functions(const redisReplyObjectFunctions& hiredis) {
     static const redisReplyObjectFunctions defaults = hiredis;
     static redisReplyObjectFunctions bounded = [] {
         redisReplyObjectFunctions functions = defaults;
         functions.createArray = [](const redisReadTask* task, int elements) -> void* {
-            return elements > reply_elements_max ? nullptr : defaults.createArray(task, elements);
+            return elements > redis_reply_elements_max ? nullptr : defaults.createArray(task, elements);
         };
         return functions;
     }();
     return &bounded;
 }
 } // namespace
+
+void bound_redis_reader(redisReader& reader) {
+    reader.fn = bounded_reply_functions(*reader.fn);
+}
+
+std::string redis_reader_failure(const redisReader& reader) {
+    return reader.err == REDIS_ERR_OOM ? "an array of more than " + std::to_string(redis_reply_elements_max) +
+                                             " elements where a short reply was expected (or out of memory)"
+                                       : std::string("not a Redis reply: ") + reader.errstr;
+}
 
 void append_redis_command(std::string& wire, std::span<const std::string_view> args) {
     wire += '*';
@@ -58,7 +63,7 @@ void append_redis_command(std::string& wire, std::span<const std::string_view> a
 RedisConnection::RedisConnection(asio::any_io_executor loop, std::string name, std::chrono::milliseconds timeout)
     : name_(std::move(name)), timeout_(timeout), stream_(std::move(loop)), reader_(redisReaderCreate()) {
     RL_ASSERT(reader_ != nullptr, "redisReaderCreate failed (out of memory)");
-    reader_->fn = bounded_reply_functions(*reader_->fn);
+    bound_redis_reader(*reader_);
 }
 
 RedisConnection::~RedisConnection() {
@@ -138,9 +143,8 @@ Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire
     // These replies are small (AUTH, SCAN pages, STRLENs): a server that trickles bytes or
     // sends without end (a 2^62-byte bulk string, an array of 2^30 elements, a line with no
     // end) must not hold us or grow hiredis's buffers and reply objects with its claim. So the
-    // whole exchange has one deadline and each reply at most reply_bytes_max bytes on the wire
+    // whole exchange has one deadline and each reply at most redis_short_reply_bytes_max bytes on the wire
     // (memory is within a small multiple of that).
-    constexpr std::size_t reply_bytes_max = 8 << 20;
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     std::vector<RedisReply> replies;
     replies.reserve(reply_count);
@@ -148,17 +152,14 @@ Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire
     while (replies.size() < reply_count) {
         void* reply = nullptr;
         if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
-            co_return protocol_failure(reader_->err == REDIS_ERR_OOM
-                                           ? "an array of more than " + std::to_string(reply_elements_max) +
-                                                 " elements where a short reply was expected (or out of memory)"
-                                           : std::string("not a Redis reply: ") + reader_->errstr);
+            co_return protocol_failure(redis_reader_failure(*reader_));
         }
         if (reply != nullptr) {
             replies.emplace_back(static_cast<redisReply*>(reply));
             reply_bytes = reader_->len - reader_->pos;
             continue;
         }
-        if (reply_bytes > reply_bytes_max) {
+        if (reply_bytes > redis_short_reply_bytes_max) {
             co_return protocol_failure("a reply longer than 8 MiB where a short one was expected");
         }
         if (buffer_.size() == 0) {

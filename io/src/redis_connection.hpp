@@ -45,6 +45,16 @@ inline void append_redis_command(std::string& wire, std::initializer_list<std::s
     append_redis_command(wire, std::span<const std::string_view>(args.begin(), args.size()));
 }
 
+// Limits on a short reply (anything but a GETRANGE body), which no honest server comes near:
+// its bytes on the wire, and an array's elements (hiredis allocates an array's element pointers
+// when it reads the "*<n>" header: "*2147483647" was a 16 GiB calloc, found by resp_fuzz).
+constexpr std::size_t redis_short_reply_bytes_max = 8 << 20;
+constexpr int redis_reply_elements_max = 1 << 20;
+// Makes `reader` refuse arrays over redis_reply_elements_max (it then reports REDIS_ERR_OOM).
+void bound_redis_reader(redisReader& reader);
+// The message for a reader that failed.
+std::string redis_reader_failure(const redisReader& reader);
+
 struct RedisReplyFree {
     void operator()(redisReply* reply) const { freeReplyObject(reply); }
 };

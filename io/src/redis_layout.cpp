@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 
 namespace ringload {
 namespace {
@@ -199,6 +200,11 @@ Result<std::uint64_t> tile_redis_keys(std::vector<RedisKeyRange>& keys, std::str
             return fail(errc::format_error, name + ": key '" + k.key + "' at offset " + std::to_string(k.offset_bytes) +
                                                 " overlaps the key before it (which ends at " + std::to_string(end) +
                                                 ")");
+        }
+        if (k.length_bytes > std::numeric_limits<std::uint64_t>::max() - end) {
+            // Lengths come from the server (STRLEN): a hostile one's sum must not wrap to a small size.
+            return fail(errc::format_error, name + ": key '" + k.key + "' of " + std::to_string(k.length_bytes) +
+                                                " bytes at offset " + std::to_string(end) + " ends past 2^64 bytes");
         }
         end = k.offset_bytes + k.length_bytes;
     }

@@ -67,6 +67,7 @@ public:
             }
             std::this_thread::sleep_for(backoff.delay(attempt)); // a blocking client: it sleeps
         }
+        bound_redis_reader(*context_->reader);
         if (redisSetTimeout(context_.get(), tv) != REDIS_OK) {
             return fail(errc::io_error, uri_.text + ": " + uri_.endpoint() + ": cannot set the timeout");
         }
@@ -105,14 +106,37 @@ public:
         return {};
     }
 
+    // One reply, with the bounds redis_connection.cpp puts on short replies: hiredis's
+    // redisGetReply would read until a reply is whole, however long the server's claim (a
+    // 2^62-byte bulk string, an endless line) or however slowly it trickles (each byte re-arms
+    // the socket timeout). So the reads are here: one deadline per reply, and at most
+    // redis_short_reply_bytes_max bytes read for it.
     Result<RedisReply> read_reply() {
-        void* reply = nullptr;
-        if (redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
-            const bool timed_out = context_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
-            return fail(errc::io_error, uri_.text + ": " + uri_.endpoint() + ": waiting for a reply: " +
-                                            (timed_out ? "timed out" : std::string(context_->errstr)));
+        const auto timeout = std::chrono::duration<double>(options_.timeout_seconds);
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        std::size_t bytes_read = 0;
+        for (;;) {
+            void* reply = nullptr;
+            if (redisGetReplyFromReader(context_.get(), &reply) != REDIS_OK) {
+                return failure("reading a reply: " + redis_reader_failure(*context_->reader));
+            }
+            if (reply != nullptr) {
+                return RedisReply(static_cast<redisReply*>(reply));
+            }
+            if (bytes_read > redis_short_reply_bytes_max) {
+                return failure("a reply longer than 8 MiB where a short one was expected");
+            }
+            if (std::chrono::steady_clock::now() > deadline) {
+                return failure("waiting for a reply: timed out");
+            }
+            const std::size_t buffered = context_->reader->len;
+            if (redisBufferRead(context_.get()) != REDIS_OK) {
+                const bool timed_out = context_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
+                return failure(std::string("waiting for a reply: ") +
+                               (timed_out ? "timed out" : std::string(context_->errstr)));
+            }
+            bytes_read += context_->reader->len - buffered;
         }
-        return RedisReply(static_cast<redisReply*>(reply));
     }
 
     // Sends `wire` and reads `count` replies, each of which must not be an error.
@@ -131,6 +155,10 @@ public:
     }
 
 private:
+    Error failure(const std::string& what) const {
+        return fail(errc::io_error, uri_.text + ": " + uri_.endpoint() + ": " + what);
+    }
+
     const RedisUri& uri_;
     const NetworkOptions& options_;
     std::unique_ptr<redisContext, ContextFree> context_;

@@ -181,10 +181,13 @@ def tls_cut_after_hello(connection):
     connection.recv(65536)
 
 
-def refused(server, label, url, *extra):
-    for command in ("info", "load"):
+def refused(server, label, url, *extra, commands=None):
+    """Each of `commands` (argument lists: `info URL` and `load URL` unless given) must end
+    with exit status 1 and one line naming the server, soon, in bounded memory."""
+    for arguments in commands or (["info", url], ["load", url]):
+        command = arguments[0]
         started = time.monotonic()
-        process = subprocess.Popen([RINGLOAD, command, url, "--timeout", "2", "--attempts", "2", *extra],
+        process = subprocess.Popen([RINGLOAD, *arguments, "--timeout", "2", "--attempts", "2", *extra],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             _, stderr = process.communicate(timeout=60)
@@ -266,9 +269,11 @@ with server:
         url = ("s3://bucket/model.safetensors" if label.startswith("S3") else
                http.replace("http://", "https://") if label.startswith("TLS") else http)
         refused(server, label, url, *extra)
+    # A publish (ringload's blocking Redis client, not the loader's) meets the same replies.
+    published = os.path.join(DATA, "tensorizer", "basic_v1.tensors")
     for label, behaviour in redis_cases:
         server.behaviour = behaviour
-        refused(server, label, redis)
+        refused(server, label, redis, commands=(["info", redis], ["load", redis], ["convert", published, redis]))
 
     # Faults a load survives or refuses with the truth: 429 bursts are waited out; an object
     # replaced mid-load (another ETag) is an error, never a mix of two objects.

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace ringload {
 namespace {
 
@@ -91,6 +93,13 @@ TEST(RedisLayout, GapOverlapAndMissingHeaderAreNamed) {
     error = tile_redis_keys(headless, "m", "redis://h/m");
     ASSERT_FALSE(error);
     EXPECT_NE(error.error().detail.find("m:header:0"), std::string::npos) << error.error().detail;
+
+    // Lengths are the server's STRLEN replies: a hostile sum must not wrap to a small size.
+    std::vector<RedisKeyRange> wrapping = {{"m:header:0", 0, 90},
+                                           {"m:a:90", 90, std::numeric_limits<std::uint64_t>::max() - 50}};
+    error = tile_redis_keys(wrapping, "m", "redis://h/m");
+    ASSERT_FALSE(error) << "tiled to " << *error << " bytes";
+    EXPECT_NE(error.error().detail.find("ends past 2^64 bytes"), std::string::npos) << error.error().detail;
 
     std::vector<RedisKeyRange> none;
     error = tile_redis_keys(none, "m", "redis://h/m");

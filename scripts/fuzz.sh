@@ -2,36 +2,34 @@
 # scripts/fuzz.sh [SECONDS_PER_TARGET] [EXTRA_SEED_DIR ...]
 #
 # Builds the libFuzzer targets (the asan preset: clang, ASan+UBSan, coverage) and runs each
-# for SECONDS_PER_TARGET (default 600), two at a time, over its seeds: tests/fuzz/seeds,
-# tests/data, ../shared/fixtures where it exists, the inputs of crashes found and fixed
-# (tests/fuzz/regressions/<target>), the corpus grown by earlier campaigns
+# for SECONDS_PER_TARGET (default 600), two at a time, over its seeds: those ctest uses
+# (tests/fuzz/CMakeLists.txt writes them to build/asan/tests/fuzz/<target>.seeds),
+# ../shared/fixtures for the file formats where it exists, the inputs of crashes found and
+# fixed (tests/fuzz/regressions/<target>), the corpus grown by earlier campaigns
 # (build/asan/fuzz-campaign/<target>/corpus) and the EXTRA_SEED_DIRs. Prints per target the
 # executions, coverage and corpus; keeps crashing inputs in build/asan/fuzz-campaign/<target>/
 # crashes; exits non-zero if any target crashed, leaked, hung or ran out of memory.
+# FUZZ_TARGETS="resp_fuzz http1_fuzz" runs only those targets; FUZZ_JOBS=1 one at a time.
 # Every crash fixed gets its input copied into tests/fuzz/regressions/<target>/ (ctest replays it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 extra=("$@")
-targets=(tensorizer_fuzz safetensors_fuzz torch_zip_fuzz pickle_fuzz network_text_fuzz open_file_fuzz resp_fuzz http1_fuzz
-    http2_fuzz s3_config_fuzz)
+all_targets=(tensorizer_fuzz safetensors_fuzz torch_zip_fuzz pickle_fuzz network_text_fuzz open_file_fuzz resp_fuzz
+    http1_fuzz http2_fuzz s3_config_fuzz)
+read -r -a targets <<< "${FUZZ_TARGETS:-${all_targets[*]}}"
+for target in "${targets[@]}"; do
+    [[ " ${all_targets[*]} " == *" $target "* ]] || { echo "fuzz.sh: no target $target (${all_targets[*]})" >&2; exit 2; }
+done
 cmake --preset asan > /dev/null
 cmake --build --preset asan --target "${targets[@]}"
 work=build/asan/fuzz-campaign
 shared=../shared/fixtures
 seeds_of() {
+    cat "build/asan/tests/fuzz/$1.seeds"
     case $1 in
-        tensorizer_fuzz) echo tests/fuzz/seeds/tensorizer_heads tests/data/tensorizer "$shared" ;;
-        safetensors_fuzz) echo tests/fuzz/seeds/safetensors "$shared" ;;
-        torch_zip_fuzz) echo tests/data/torch "$shared" ;;
-        pickle_fuzz) echo tests/fuzz/seeds/pickle ;;
-        network_text_fuzz) echo tests/fuzz/seeds/network_text ;;
-        open_file_fuzz) echo tests/fuzz/seeds/safetensors tests/data/torch tests/data/tensorizer tests/data/tensorizer/bad ;;
-        resp_fuzz) echo tests/fuzz/seeds/resp ;;
-        http1_fuzz) echo tests/fuzz/seeds/http1 ;;
-        http2_fuzz) echo tests/fuzz/seeds/http2 ;;
-        s3_config_fuzz) echo tests/fuzz/seeds/s3_config ;;
+        tensorizer_fuzz | safetensors_fuzz | torch_zip_fuzz | open_file_fuzz) echo "$shared" ;;
     esac
 }
 mkdir -p "$work"
@@ -46,7 +44,7 @@ pids=()
 for target in "${targets[@]}"; do
     run_one "$target" &
     pids+=($!)
-    if [ ${#pids[@]} -ge 2 ]; then # two at a time: one per core of a small machine
+    if [ ${#pids[@]} -ge "${FUZZ_JOBS:-2}" ]; then # two at a time: one per core of a small machine
         wait "${pids[0]}" || status=1
         pids=("${pids[@]:1}")
     fi

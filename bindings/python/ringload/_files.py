@@ -50,20 +50,21 @@ def load_file(filename, device="cpu", dtype=None, *, backend: Optional[str] = No
 
 
 def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, format: str = "safetensors",
-              alignment: int = 8) -> None:
+              alignment: int = 8, progress_bar: Optional[bool] = None) -> None:
     """Writes a dict of name to tensor as safetensors (default), torch or tensorizer.
 
     The file appears under its name only once complete. metadata (str to str) is safetensors'
     __metadata__; alignment 8 or 64 is where safetensors' data starts. As safetensors, it
     refuses (for format="safetensors") tensors that share memory (RuntimeError: use
     save_model), non-contiguous or sparse ones (ValueError), metadata values that are not str
-    (TypeError). torch and tensorizer also take nested dicts and lists.
+    (TypeError). torch and tensorizer also take nested dicts and lists. progress_bar: a bar on
+    stderr while it writes, as TensorSerializer's (None: only where stderr is a terminal).
     """
     from ._serializer import write_file
     if format == "safetensors":
         check_for_save(tensors)
         check_metadata(metadata)
-    write_file(tensors, filename, format=format, metadata=metadata, alignment=alignment)
+    write_file(tensors, filename, format=format, metadata=metadata, alignment=alignment, progress_bar=progress_bar)
 
 
 def save(tensors: dict, metadata: Optional[dict] = None) -> bytes:

@@ -1,4 +1,4 @@
-"""A progress bar for long loads, shown where a person watches.
+"""A progress bar for long loads and writes, shown where a person watches.
 
     progress = progress_callback(progress_bar, "model.safetensors")  # None: no bar
     ... the engine calls progress(bytes_done, bytes_total, tensors_done, tensors_total) ...
@@ -6,7 +6,8 @@
 progress_bar: None (the default) shows a bar only when stderr is a terminal and the
 environment does not say otherwise (RINGLOAD_PROGRESS=0 turns bars off, =1 on, for every
 load); True shows one anyway, False never. The bar is tqdm's where tqdm is installed, else a
-one-line bar of our own on stderr. Loads under 64 MiB get no bar: they end before it would help.
+one-line bar of our own on stderr. Loads and writes under 64 MiB get no bar (unless forced):
+they end before it would help.
 """
 from __future__ import annotations
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import _ringload
 from ._crypto import EncryptionParams, encryption_kwargs
+from ._progress import progress_callback
 
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
 
@@ -30,10 +31,18 @@ class TensorSerializer:
     URL, a file descriptor, or a file object written through).
 
     format="safetensors" or "torch" writes those instead (local paths; no encryption);
-    metadata (str to str) and alignment (8 or 64) are safetensors'."""
+    metadata (str to str) and alignment (8 or 64) are safetensors'.
+
+    progress: called as progress(bytes_done, bytes_total, tensors_done, tensors_total) while
+    close() writes; an exception it raises stops the write (no file is left) and comes out of
+    close(). progress_bar: a bar on stderr while close() writes (tqdm's where installed), as
+    TensorDeserializer's: None (default) only where stderr is a terminal and RINGLOAD_PROGRESS
+    does not say otherwise, and only for writes of 64 MiB or more; True always; False never."""
 
     def __init__(self, file_obj, compress_tensors: bool = False, *, encryption: Optional[EncryptionParams] = None,
-                 format: str = "tensorizer", metadata: Optional[dict] = None, alignment: int = 8, **unused):
+                 format: str = "tensorizer", metadata: Optional[dict] = None, alignment: int = 8,
+                 progress: Optional[Callable[[int, int, int, int], Any]] = None, progress_bar: Optional[bool] = None,
+                 **unused):
         _ringload.check_write_format(format, encryption is not None)  # the registry's formats, with its message
         self._format, self._alignment = format, alignment
         self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
@@ -51,6 +60,8 @@ class TensorSerializer:
                             f"descriptor, or a file object with write(), not {type(file_obj).__name__}")
         encryption_kwargs(encryption)  # refuses what cannot be used now, not at close()
         self._encryption = encryption
+        label = self._uri if self._file is None else str(getattr(file_obj, "name", "tensors"))
+        self._progress = progress if progress is not None else progress_callback(progress_bar, label)
         self._rows: list[tuple] = []
         self._keep: list[Any] = []  # the tensors the rows point into, alive until written
         self._closed = False
@@ -126,7 +137,8 @@ class TensorSerializer:
 
     def _write(self, uri: str) -> dict:
         return _ringload.write_tensorizer(uri, self._rows, format=self._format, metadata=self._metadata,
-                                          alignment=self._alignment, **encryption_kwargs(self._encryption))
+                                          alignment=self._alignment, progress=self._progress,
+                                          **encryption_kwargs(self._encryption))
 
     def __enter__(self):
         return self
@@ -161,7 +173,9 @@ def _copy_into(path: str, file_obj) -> None:
             shutil.copyfileobj(source, file_obj, 8 << 20)
 
 
-def write_file(tensors: dict, filename, *, format: str, metadata: Optional[dict] = None, alignment: int = 8) -> None:
+def write_file(tensors: dict, filename, *, format: str, metadata: Optional[dict] = None, alignment: int = 8,
+               progress_bar: Optional[bool] = None) -> None:
     """A dict of name to tensor (nested dicts and lists allowed) as one file of `format`."""
-    with TensorSerializer(filename, format=format, metadata=metadata, alignment=alignment) as serializer:
+    with TensorSerializer(filename, format=format, metadata=metadata, alignment=alignment,
+                          progress_bar=progress_bar) as serializer:
         serializer.write_state_dict(tensors)

@@ -53,6 +53,45 @@ std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>
 LoadOptions engine_load_options(const std::string& device, bool verify, const std::optional<std::string>& dtype,
                                 std::size_t slot_size, std::uint32_t slot_count, std::size_t threads);
 
+// A Python progress callable (progress(bytes_done, bytes_total, tensors_done, tensors_total))
+// driven from the engine's threads while the GIL is released: called with the GIL held. An
+// exception it raises cancels the run through `cancel`; rethrow_if_raised() raises it again
+// once the run is back (with the GIL held).
+class PythonProgress {
+public:
+    PythonProgress(nb::object callable, CancelToken& cancel) : callable_(std::move(callable)), cancel_(cancel) {}
+
+    // Empty when the callable is None.
+    ProgressCallback callback() {
+        if (callable_.is_none()) {
+            return {};
+        }
+        return [this](const Progress& step) {
+            nb::gil_scoped_acquire acquired;
+            if (raised_) {
+                return;
+            }
+            try {
+                callable_(step.bytes_done, step.bytes_total, step.tensors_done, step.tensors_total);
+            } catch (nb::python_error& error) {
+                raised_.emplace(std::move(error));
+                cancel_.cancel();
+            }
+        };
+    }
+
+    void rethrow_if_raised() {
+        if (raised_) {
+            throw std::move(*raised_);
+        }
+    }
+
+private:
+    nb::object callable_;
+    CancelToken& cancel_;
+    std::optional<nb::python_error> raised_;
+};
+
 void bind_errors(nb::module_& m);
 void bind_deserializer(nb::module_& m);
 void bind_serializer(nb::module_& m);

@@ -287,21 +287,8 @@ public:
         }
         CancelToken cancel;
         options.cancel = &cancel;
-        std::optional<nb::python_error> callback_failure;
-        if (!progress.is_none()) {
-            options.progress = [&](const Progress& step) {
-                nb::gil_scoped_acquire acquired;
-                if (callback_failure) {
-                    return;
-                }
-                try {
-                    progress(step.bytes_done, step.bytes_total, step.tensors_done, step.tensors_total);
-                } catch (nb::python_error& error) {
-                    callback_failure.emplace(std::move(error)); // re-raised below, the load cancelled
-                    cancel.cancel();
-                }
-            };
-        }
+        PythonProgress python_progress(progress, cancel); // a callback that raises cancels the load
+        options.progress = python_progress.callback();
         auto loaded = std::make_shared<Loaded>();
         Result<LoadedModel> model = fail(errc::invalid_argument, "not loaded");
         {
@@ -309,9 +296,7 @@ public:
             std::lock_guard lock(mutex_);
             model = deserializer.load(options);
         }
-        if (callback_failure) {
-            throw std::move(*callback_failure);
-        }
+        python_progress.rethrow_if_raised();
         loaded->model = value_or_throw(std::move(model));
         // model.tensors are in index order (k_of_index's order); the caller asked in its own.
         loaded->position_of_k.resize(indices.size());

@@ -48,7 +48,7 @@ const Format& checked_write_format(const std::string& format, bool encrypted) {
 nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
                std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
                std::optional<nb::bytes> salt, const std::string& format,
-               std::vector<std::pair<std::string, std::string>> metadata, std::size_t alignment) {
+               std::vector<std::pair<std::string, std::string>> metadata, std::size_t alignment, nb::object progress) {
     const Format& written_as = checked_write_format(format, key || passphrase);
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
@@ -74,11 +74,16 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     SafetensorsWriteOptions layout; // a safetensors file's own: the run settings are options'
     layout.metadata = std::move(metadata);
     layout.alignment_bytes = alignment;
+    CancelToken cancel;
+    options.cancel = &cancel;
+    PythonProgress python_progress(progress, cancel); // a callback that raises cancels the write
+    options.progress = python_progress.callback();
     Result<WriteSummary> written = fail(errc::invalid_argument, "not written");
     {
         nb::gil_scoped_release released;
         written = write_format(written_as, uri, records, options, layout);
     }
+    python_progress.rethrow_if_raised();
     WriteSummary summary = value_or_throw(std::move(written));
     nb::dict out;
     out["file_bytes"] = summary.file_bytes;
@@ -113,10 +118,12 @@ void bind_serializer(nb::module_& m) {
           nb::arg("passphrase").none() = nb::none(), nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20,
           nb::arg("salt").none() = nb::none(), nb::arg("format") = "tensorizer",
           nb::arg("metadata") = std::vector<std::pair<std::string, std::string>>{}, nb::arg("alignment") = 8,
+          nb::arg("progress") = nb::none(),
           "Writes a tensorizer (or safetensors, torch) file from (path, dtype, shape, address, nbytes, device, "
           "is_meta, module_index, "
           "tensor_type) rows; the file appears only when complete; a passphrase is stretched with `salt` (16 "
-          "bytes) or a random one");
+          "bytes) or a random one; progress(bytes_done, bytes_total, tensors_done, tensors_total) is called as "
+          "it goes (an exception it raises stops the write, which leaves no file)");
     m.def(
         "check_write_format",
         [](const std::string& format, bool encrypted) { checked_write_format(format, encrypted); }, nb::arg("format"),

@@ -7,12 +7,9 @@ every kill the target is either absent or a whole file that loads with its hashe
 holds the source's bytes, and no other file is left in the directory. Prints the figures
 (kills, how many landed before/after the rename). Standard library only.
 """
-import hashlib
-import json
 import os
 import random
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -20,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from kill_sources import loaded_sha256, write_varied_safetensors  # noqa: E402
 
 RINGLOAD = sys.argv[1]
 TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 12
@@ -27,29 +25,11 @@ checks = Checks()
 check = checks.check
 
 
-def loaded_sha256(path):
-    """The sorted sha256 of the tensors as loaded (tensorizer's stored hashes checked too)."""
-    verify = ["--verify"] if path.endswith(".tensors") else []  # the other formats store no checksums
-    out = subprocess.run([RINGLOAD, "load", path, *verify, "--sha256", "--json"], capture_output=True, text=True,
-                         timeout=120)
-    if out.returncode != 0:
-        return None, out.stderr
-    return sorted(t["sha256"] for t in json.loads(out.stdout)["tensors"]), ""
-
-
 with tempfile.TemporaryDirectory() as tmp:
     source = os.path.join(tmp, "source.safetensors")
-    rng = random.Random(27)
-    with open(source, "wb") as f:  # 4 tensors of 64 MiB with varied bytes (not a sparse file)
-        header = {f"t{i}": {"dtype": "U8", "shape": [64 << 20], "data_offsets": [i << 26, (i + 1) << 26]}
-                  for i in range(4)}
-        encoded = json.dumps(header).encode()
-        encoded += b" " * (-len(encoded) % 8)
-        f.write(struct.pack("<Q", len(encoded)) + encoded)
-        block = rng.randbytes(1 << 20)
-        for i in range(256):
-            f.write(block[i:] + block[:i])
-    expected, why = loaded_sha256(source)
+    write_varied_safetensors(source, count=4, mib_each=64, seed=27)  # 256 MiB: a kill lands mid-write
+    rng = random.Random(27)  # when each kill comes
+    expected, why = loaded_sha256(RINGLOAD, source)
     if expected is None:
         sys.exit(f"FAIL: the source does not load: {why}")
     out_dir = os.path.join(tmp, "out")
@@ -60,7 +40,7 @@ with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
         subprocess.run([RINGLOAD, "convert", source, target], check=True, capture_output=True, timeout=300)
         whole_run = time.monotonic() - started
-        got, why = loaded_sha256(target)
+        got, why = loaded_sha256(RINGLOAD, target)
         check(f"{extension}: an uninterrupted conversion holds the source's bytes", got == expected, why)
         os.remove(target)
         before = after = 0
@@ -76,7 +56,7 @@ with tempfile.TemporaryDirectory() as tmp:
             else:
                 after += 1
                 check(f"{extension} kill {trial}: only the target remains", left == ["model" + extension], left)
-                got, why = loaded_sha256(target)
+                got, why = loaded_sha256(RINGLOAD, target)
                 check(f"{extension} kill {trial}: the target is whole and verified", got == expected,
                       why or f"{len(got or [])} tensors loaded, sha256 {got} != {expected}")
                 if got != expected:

@@ -12,16 +12,14 @@ time grows with the claim. Standard library only.
 """
 import io
 import os
-import resource
 import struct
-import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from refusals import refuses  # noqa: E402
 
 RINGLOAD, DATA = sys.argv[1], sys.argv[2]
 checks = Checks()
@@ -30,25 +28,7 @@ check = checks.check
 
 def refused(label, path, *extra):
     for command in ("info", "load"):
-        started = time.monotonic()
-        process = subprocess.Popen([RINGLOAD, command, path, *extra], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
-        try:
-            _, stderr = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            check(f"{label}: {command} ends", False, "still running after 30 s")
-            continue
-        seconds = time.monotonic() - started
-        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        lines = stderr.strip().splitlines()
-        check(f"{label}: {command} refuses with exit status 1", process.returncode == 1,
-              f"exit {process.returncode}: {stderr[-300:]}")
-        check(f"{label}: {command} says so in one line naming the file",
-              len(lines) == 1 and os.path.basename(path) in lines[0], stderr[-300:])
-        check(f"{label}: {command} in under 10 s", seconds < 10, f"{seconds:.1f} s")
-        check(f"{label}: {command} under 512 MiB", peak_mib < 512, f"{peak_mib:.0f} MiB")
+        refuses(check, f"{label}: {command}", [RINGLOAD, command, path, *extra], os.path.basename(path), seconds=10)
 
 
 def patched(path, at, fmt, value, out):

@@ -15,7 +15,6 @@ server: a burst of 429s is waited out (the load is whole), and an object replace
 """
 import json
 import os
-import resource
 import socket
 import socketserver
 import struct
@@ -26,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from refusals import refuses  # noqa: E402
 
 RINGLOAD, DATA = sys.argv[1:3]
 checks = Checks()
@@ -183,29 +183,12 @@ def tls_cut_after_hello(connection):
 
 def refused(server, label, url, *extra, commands=None):
     """Each of `commands` (argument lists: `info URL` and `load URL` unless given) must end
-    with exit status 1 and one line naming the server, soon, in bounded memory."""
+    with exit status 1 and one line naming the server, within 30 s, in bounded memory."""
     for arguments in commands or (["info", url], ["load", url]):
-        command = arguments[0]
-        started = time.monotonic()
-        process = subprocess.Popen([RINGLOAD, *arguments, "--timeout", "2", "--attempts", "2", *extra],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            _, stderr = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            check(f"{label}: {command} ends", False, "still running after 60 s")
-            continue
-        seconds = time.monotonic() - started
-        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        lines = stderr.strip().splitlines()
-        check(f"{label}: {command} refuses with exit status 1", process.returncode == 1,
-              f"exit {process.returncode}: {stderr[-300:]}")
-        check(f"{label}: {command} says so in one line naming the URL",
-              len(lines) == 1 and f"127.0.0.1:{server.port}" in lines[0], stderr[-300:])
-        check(f"{label}: {command} within 30 s", seconds < 30, f"{seconds:.1f} s")
-        check(f"{label}: {command} under 512 MiB", peak_mib < 512, f"{peak_mib:.0f} MiB")
-        print(f"  {label}: {command}: {seconds:.1f} s, {server.connections} connections: {lines[-1] if lines else ''}")
+        said = refuses(check, f"{label}: {arguments[0]}",
+                       [RINGLOAD, *arguments, "--timeout", "2", "--attempts", "2", *extra],
+                       f"127.0.0.1:{server.port}", seconds=30)
+        print(f"  {label}: {arguments[0]}: {server.connections} connections, {said}")
         server.connections = 0
 
 

@@ -11,11 +11,9 @@ processes are removed by the next upload (0 left in its TMPDIR), and Redis's tem
 carry an expiry (no key is left for ever; the keys put in place carry none). Prints the figures.
 Exits 77 where moto, redis-server, boto3 or redis-py is missing.
 """
-import json
 import os
 import random
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -23,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from kill_sources import loaded_sha256, write_varied_safetensors  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from s3_server import MotoServer  # noqa: E402
 
@@ -36,14 +35,6 @@ try:
 except ImportError as error:
     print(f"SKIP: {error}: scripts/setup.sh installs boto3 and redis in .venv")
     sys.exit(77)
-
-
-def loaded_sha256(uri, env, *extra):
-    out = subprocess.run([RINGLOAD, "load", uri, "--sha256", "--json", *extra], capture_output=True, text=True,
-                         timeout=120, env=env)
-    if out.returncode != 0:
-        return None, out.stderr
-    return sorted(t["sha256"] for t in json.loads(out.stdout)["tensors"]), ""
 
 
 def killed_runs(label, command, env, rng, after_kill):
@@ -67,20 +58,12 @@ def killed_runs(label, command, env, rng, after_kill):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    rng = random.Random(2727)
+    rng = random.Random(2727)  # when each kill comes
     source = os.path.join(tmp, "source.safetensors")
-    with open(source, "wb") as f:  # 5 tensors of 8 MiB, varied bytes
-        header = {f"t{i}": {"dtype": "U8", "shape": [8 << 20], "data_offsets": [i << 23, (i + 1) << 23]}
-                  for i in range(5)}
-        encoded = json.dumps(header).encode()
-        encoded += b" " * (-len(encoded) % 8)
-        f.write(struct.pack("<Q", len(encoded)) + encoded)
-        block = rng.randbytes(1 << 20)
-        for i in range(40):
-            f.write(block[i:] + block[:i])
+    write_varied_safetensors(source, count=5, mib_each=8, seed=2727)
     tensors = os.path.join(tmp, "source.tensors")  # redis:// holds tensorizer's layout
     subprocess.run([RINGLOAD, "convert", source, tensors], check=True, capture_output=True, timeout=120)
-    expected, why = loaded_sha256(source, None)
+    expected, why = loaded_sha256(RINGLOAD, source)
     if expected is None:
         sys.exit(f"FAIL: the source does not load: {why}")
     staging = os.path.join(tmp, "staging")  # the uploads' TMPDIR, to count what kills leave there
@@ -109,7 +92,7 @@ with tempfile.TemporaryDirectory() as tmp:
             listed = admin.list_objects_v2(Bucket="models", Prefix="gpt/").get("Contents", [])
             if not listed:
                 return "absent"
-            got, why = loaded_sha256(uri, env, *s3_args)
+            got, why = loaded_sha256(RINGLOAD, uri, *s3_args, env=env)
             check(f"s3 kill {trial}: the object is whole", got == expected, why or "bytes differ")
             admin.delete_object(Bucket="models", Key="gpt/model.tensors")
             return "whole"
@@ -126,7 +109,7 @@ with tempfile.TemporaryDirectory() as tmp:
               f"{len(pending)} left: {pending[:2]}")
         check("s3: no staging file is left after the next upload", os.listdir(staging) == [],
               str(os.listdir(staging)))
-        got, why = loaded_sha256(uri, env, *s3_args)
+        got, why = loaded_sha256(RINGLOAD, uri, *s3_args, env=env)
         check("s3: the next upload's object is whole", got == expected, why)
 
     with redis_server:
@@ -137,7 +120,7 @@ with tempfile.TemporaryDirectory() as tmp:
         def redis_after_kill(trial):
             if not client.keys("gpt:*"):
                 return "absent"
-            got, why = loaded_sha256(uri, env)
+            got, why = loaded_sha256(RINGLOAD, uri, env=env)
             check(f"redis kill {trial}: the keys are whole", got == expected, why or "bytes differ")
             client.delete(*client.keys("gpt:*"))
             return "whole"
@@ -152,7 +135,7 @@ with tempfile.TemporaryDirectory() as tmp:
         placed = client.keys("gpt:*")
         check("redis: the keys put in place do not expire", placed and all(client.pttl(k) == -1 for k in placed),
               str([(k, client.pttl(k)) for k in placed[:3]]))
-        got, why = loaded_sha256(uri, env)
+        got, why = loaded_sha256(RINGLOAD, uri, env=env)
         check("redis: the next publish's keys are whole", got == expected, why)
 
 sys.exit(checks.finish())

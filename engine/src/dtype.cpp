@@ -35,7 +35,9 @@ constexpr std::array dtype_rows = {
     DTypeRow{DType::float8_e4m3fnuz, "float8_e4m3fnuz", 1},
     DTypeRow{DType::float8_e5m2fnuz, "float8_e5m2fnuz", 1},
     DTypeRow{DType::float8_e8m0fnu, "float8_e8m0fnu", 1},
+    DTypeRow{DType::float4_e2m1fn_x2, "float4_e2m1fn_x2", 1},
 };
+static_assert(dtype_rows.size() == static_cast<std::size_t>(last_dtype) + 1, "a row for every DType, in order");
 
 const DTypeRow& row_of(DType dtype) noexcept {
     return dtype_rows[static_cast<std::size_t>(dtype)];

@@ -2,15 +2,20 @@
 #include "formats/safetensors/dtype_names.hpp"
 
 #include <array>
+#include <limits>
+#include <string>
 #include <utility>
 
 namespace ringload::safetensors {
 namespace {
 
-// The names of recent safetensors (Rust `Dtype`), except F4/F6, which have no torch type, in
-// the order of its enum: the writer's data order follows it (safetensors_rank).
-constexpr std::array<std::pair<std::string_view, DType>, 19> names{{
+// The names of recent safetensors (Rust `Dtype`), except F6_E2M3 / F6_E3M2, which have no torch
+// type, in the order of its enum: the writer's data order follows it (safetensors_rank). F4
+// is torch's float4_e2m1fn_x2, whose shape counts bytes where safetensors' counts values
+// (f4_shape.hpp).
+constexpr std::array<std::pair<std::string_view, DType>, 20> names{{
     {"BOOL", DType::boolean},
+    {"F4", DType::float4_e2m1fn_x2},
     {"U8", DType::uint8},
     {"I8", DType::int8},
     {"F8_E5M2", DType::float8_e5m2},
@@ -49,6 +54,31 @@ std::optional<std::string_view> safetensors_name(DType dtype) noexcept {
         }
     }
     return std::nullopt;
+}
+
+Result<std::vector<std::uint64_t>> shape_from_header(DType dtype, std::vector<std::uint64_t> header_shape) {
+    if (dtype != DType::float4_e2m1fn_x2) {
+        return header_shape;
+    }
+    if (header_shape.empty() || header_shape.back() % 2 != 0) {
+        return fail(errc::unsupported, "an F4 tensor whose last dimension is not an even count of values (" +
+                                           std::string(header_shape.empty() ? "a scalar" : "odd") +
+                                           "): torch's float4_e2m1fn_x2 holds two values a byte");
+    }
+    header_shape.back() /= 2;
+    return header_shape;
+}
+
+Result<std::vector<std::uint64_t>> header_shape_of(DType dtype, std::vector<std::uint64_t> shape) {
+    if (dtype != DType::float4_e2m1fn_x2) {
+        return shape;
+    }
+    if (shape.empty() || shape.back() > std::numeric_limits<std::uint64_t>::max() / 2) {
+        return fail(errc::invalid_argument,
+                    shape.empty() ? "a float4_e2m1fn_x2 scalar has no F4 shape" : "the shape is too large for F4");
+    }
+    shape.back() *= 2;
+    return shape;
 }
 
 int safetensors_rank(DType dtype) noexcept {

@@ -52,6 +52,11 @@ Result<TensorInfo> make_tensor(std::string_view name_text, std::string_view dtyp
         return bad_tensor(
             name, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] end before they begin");
     }
+    auto elements = shape_from_header(*dtype, std::move(shape));
+    if (!elements) {
+        return bad_tensor(name, elements.error().detail);
+    }
+    shape = std::move(*elements);
     const auto expected = checked_byte_length(shape, *dtype);
     if (!expected) {
         return bad_tensor(name, "its shape's byte count overflows 64 bits");

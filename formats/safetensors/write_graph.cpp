@@ -1,6 +1,8 @@
 // formats/safetensors/write_graph.cpp
 #include "formats/safetensors/write_graph.hpp"
 
+#include "formats/safetensors/dtype_names.hpp"
+
 #include "ringload/engine/stream_copy.hpp"
 
 #include <algorithm>
@@ -55,6 +57,9 @@ Result<void> check_tensor(const TensorToWrite& tensor, const std::string& name, 
     if (!length) {
         return fail(errc::invalid_argument, which + ": the shape is too large");
     }
+    if (auto header = header_shape_of(tensor.dtype, tensor.shape); !header) {
+        return fail(header.error().code, which + ": " + header.error().detail);
+    }
     if (tensor.bytes.size() != *length) {
         return fail(errc::invalid_argument, which + ": " + std::to_string(tensor.bytes.size()) +
                                                 " bytes given, but its dtype and shape need " +
@@ -100,7 +105,9 @@ Result<void> WriteGraph::lay_out(const LayoutOptions& options) {
     std::uint64_t offset = 0;
     for (const auto& record : records_) {
         const std::uint64_t length = record.tensor->bytes.size();
-        entries.push_back({record.name, record.tensor->dtype, record.tensor->shape, offset, offset + length});
+        // check_tensor found the header's shape.
+        auto header_shape = header_shape_of(record.tensor->dtype, record.tensor->shape);
+        entries.push_back({record.name, record.tensor->dtype, std::move(*header_shape), offset, offset + length});
         offset += length;
     }
     auto header = build_header(entries, options.metadata, options.alignment_bytes);

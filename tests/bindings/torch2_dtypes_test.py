@@ -1,7 +1,8 @@
 """tests/bindings/torch2_dtypes_test.py: today's torch dtypes through the package (issue #28).
 
-Run by the torch 2.x of .venv-vllm (PyPI, no system site packages): float8 variants, uint16,
-uint32, uint64, bfloat16, complex32 and bool are real torch dtypes there. For every one:
+Run by the torch 2.x of .venv-vllm (PyPI, no system site packages): float8 variants, float4
+(float4_e2m1fn_x2, from torch 2.8), uint16, uint32, uint64, bfloat16, complex32 and bool are
+real torch dtypes there. For every one:
   - ringload's writers (save_file as safetensors, tensorizer and torch zip; TensorSerializer)
     write them and ringload's readers give back the same dtype, shape and bytes;
   - the peers agree both ways: PyPI safetensors and torch.load read our files, and we read
@@ -25,6 +26,8 @@ import ringload  # noqa: E402
 
 DTYPES = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "uint16",
           "uint32", "uint64", "bfloat16", "complex32", "bool", "int8", "float16", "float64"]
+if hasattr(torch, "float4_e2m1fn_x2"):  # torch >= 2.8: two 4-bit floats a byte (safetensors' F4)
+    DTYPES.append("float4_e2m1fn_x2")
 NOT_IN_SAFETENSORS = {"complex32"}  # safetensors has no name for it
 
 

@@ -4,6 +4,8 @@
 // implementation (safetensors 0.4, Rust `validate`) refuses; and what a valid one yields.
 #include "formats/safetensors/header.hpp"
 
+#include "formats/safetensors/dtype_names.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -124,6 +126,25 @@ TEST(SafetensorsHeader, TheFastScanAndTheGeneralParserAgree) {
         ASSERT_FALSE(index) << header;
         EXPECT_NE(index.error().message().find("twice"), std::string::npos) << index.error().message();
     }
+}
+
+// F4 counts 4-bit values in the header; torch's float4_e2m1fn_x2 (ours) counts bytes.
+TEST(SafetensorsHeader, F4ShapesCountValuesAndOursCountBytes) {
+    auto index = parse(R"({"w":{"dtype":"F4","shape":[2,6],"data_offsets":[0,6]}})", 6);
+    ASSERT_TRUE(index) << index.error().message();
+    EXPECT_EQ(index->tensors[0].dtype, DType::float4_e2m1fn_x2);
+    EXPECT_EQ(index->tensors[0].shape, (std::vector<std::uint64_t>{2, 3}));
+    EXPECT_EQ(index->tensors[0].byte_length, 6u);
+    for (const char* header : {R"({"w":{"dtype":"F4","shape":[2,5],"data_offsets":[0,5]}})",
+                               R"({"w":{"dtype":"F4","shape":[],"data_offsets":[0,1]}})"}) {
+        auto refused = parse(header, 6);
+        ASSERT_FALSE(refused) << header;
+        EXPECT_NE(refused.error().detail.find("two values a byte"), std::string::npos) << refused.error().detail;
+    }
+    // The writer's side: a header's shape for ours, and no F4 scalar.
+    EXPECT_EQ(header_shape_of(DType::float4_e2m1fn_x2, {2, 3}).value(), (std::vector<std::uint64_t>{2, 6}));
+    EXPECT_FALSE(header_shape_of(DType::float4_e2m1fn_x2, {}));
+    EXPECT_EQ(header_shape_of(DType::uint8, {2, 3}).value(), (std::vector<std::uint64_t>{2, 3}));
 }
 
 TEST(SafetensorsHeader, RefusesDeepNestingWithoutRecursing) {

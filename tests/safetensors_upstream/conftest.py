@@ -18,8 +18,6 @@ _NEEDS_TORCH = {
 }
 _NOT_RINGLOAD = {
     "test_exception": "safetensors' low-level byte API (TensorSpec, serialize) has no ringload counterpart",
-    # torch >= 2.8 only; safetensors' F4 (two values a byte, the header counting values): not yet (issue #28).
-    "test_odd_dtype_fp4": "ringload does not read or write float4_e2m1fn_x2 (safetensors F4) yet",
 }
 
 

@@ -31,6 +31,7 @@ SAFETENSORS_DTYPES = {
     "float8_e8m0fnu": "F8_E8M0", "float8_e4m3fnuz": "F8_E4M3FNUZ", "float8_e5m2fnuz": "F8_E5M2FNUZ",
     "int16": "I16", "uint16": "U16", "float16": "F16", "bfloat16": "BF16", "int32": "I32", "uint32": "U32",
     "float32": "F32", "complex64": "C64", "float64": "F64", "int64": "I64", "uint64": "U64",
+    "float4_e2m1fn_x2": "F4",
 }
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}
 

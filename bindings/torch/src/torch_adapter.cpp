@@ -173,13 +173,20 @@ Result<c10::ScalarType> scalar_type_of(DType dtype) {
         case DType::float8_e8m0fnu:
             return no_scalar_type(dtype, "2.7");
 #endif
+#if RL_TORCH_AT_LEAST(2, 8)
+        case DType::float4_e2m1fn_x2:
+            return c10::ScalarType::Float4_e2m1fn_x2;
+#else
+        case DType::float4_e2m1fn_x2:
+            return no_scalar_type(dtype, "2.8");
+#endif
     }
     return fail(errc::unsupported, "dtype " + std::to_string(static_cast<int>(dtype)) + " is not a ringload dtype");
 }
 
 Result<DType> dtype_of(c10::ScalarType type) {
     // One table for both directions: the DType whose scalar type it is.
-    for (auto code = static_cast<int>(DType::float64); code <= static_cast<int>(DType::float8_e8m0fnu); ++code) {
+    for (auto code = static_cast<int>(DType::float64); code <= static_cast<int>(last_dtype); ++code) {
         const auto dtype = static_cast<DType>(code);
         if (auto mine = scalar_type_of(dtype); mine && *mine == type) {
             return dtype;

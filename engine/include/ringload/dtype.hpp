@@ -33,7 +33,12 @@ enum class DType : std::uint8_t {
     float8_e4m3fnuz,
     float8_e5m2fnuz,
     float8_e8m0fnu,
+    // Two 4-bit floats (e2m1) a byte, as torch's float4_e2m1fn_x2: an element is the byte, and
+    // the last dimension counts bytes (safetensors' F4 counts values: twice as many).
+    float4_e2m1fn_x2,
 };
+// The last DType: the values run from DType::float64 (0) to it.
+inline constexpr DType last_dtype = DType::float4_e2m1fn_x2;
 
 // Bytes per element.
 std::size_t itemsize(DType dtype) noexcept;

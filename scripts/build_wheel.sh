@@ -28,6 +28,6 @@ tar xzf "$sdist" -C "$unpacked"
 raw=build/wheelhouse-raw
 rm -rf "$raw"
 "$python" -m pip wheel "$unpacked"/ringload-* --no-deps --disable-pip-version-check -q -w "$raw" \
-    -C build-dir="$PWD/build/wheel" >&2
+    --config-settings=build-dir="$PWD/build/wheel" >&2
 "$python" -m auditwheel repair -w "$out" "$raw"/ringload-*.whl >&2
 ls "$out"/ringload-*.whl "$sdist"

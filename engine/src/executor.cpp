@@ -144,6 +144,40 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
     });
 }
 
+// What watch_for_stop and its run share: the run ends by setting `over` and waking the watcher.
+struct StopWatch {
+    explicit StopWatch(asio::any_io_executor loop) : timer(std::move(loop)) {}
+    asio::steady_timer timer;
+    bool over = false;
+};
+
+// While the run is on: looks for the caller's cancel every 20 ms (otherwise seen only between
+// reads, which may all be waiting on a stalled server) and, once the run stops for any
+// reason, has the source abandon the reads in flight, which would otherwise be waited for.
+// Never touches the source once the run is over.
+Task<void> watch_for_stop(std::shared_ptr<RunState> state, std::shared_ptr<StopWatch> watch, Source& source,
+                          RunControls controls) {
+    const std::string name = source.name();
+    while (!watch->over) {
+        if (state->should_stop(controls, name)) {
+            source.abandon_reads();
+            co_return;
+        }
+        watch->timer.expires_after(std::chrono::milliseconds(20));
+        auto waited = co_await watch->timer.async_wait(use_task);
+        (void)waited;
+    }
+}
+
+// Ends the watcher with the run (on every way out of run_plan).
+struct EndOfRun {
+    std::shared_ptr<StopWatch> watch;
+    ~EndOfRun() {
+        watch->over = true;
+        watch->timer.cancel();
+    }
+};
+
 } // namespace
 
 Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& pool, const Plan& plan,
@@ -162,6 +196,12 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     std::size_t lead_windows = 0;
     const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place, lead_windows);
     const std::uint64_t plan_bytes = plan.total_bytes();
+
+    auto watch = std::make_shared<StopWatch>(loop);
+    RunControls stop_controls; // what the watcher needs: the cancel token, not the progress callback
+    stop_controls.cancel = controls.cancel;
+    asio::co_spawn(loop, watch_for_stop(state, watch, source, stop_controls), asio::detached);
+    const EndOfRun end_of_run{watch};
 
     RunStats stats;
     for (std::size_t w = 0; w < windows.size(); ++w) {

@@ -173,8 +173,20 @@ private:
         auto reading = retry_range(
             name_, options_.attempts, options_.connections + 1, backoff_,
             [this, offset_bytes, dst, length] { return try_range(offset_bytes, dst.first(length)); },
-            [this](const std::string& location) { return follow_redirect(location); });
+            [this](const std::string& location) { return follow_redirect(location); }, abandonment_.watch_from_now());
         co_return co_await std::move(reading);
+    }
+
+    // The streams in flight end now (their connections closed: they fail and are not
+    // retried); a later run opens new connections.
+    void abandon_reads() override {
+        abandonment_.abandon();
+        for (const auto& connection : connections_) {
+            if (connection->streams_in_flight() > 0) {
+                connection->close();
+            }
+        }
+        slot_freed_.cancel();
     }
 
     Task<Attempt> try_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
@@ -297,6 +309,7 @@ private:
     bool any_response_ = false;
     bool wants_http1_ = false;
     asio::steady_timer slot_freed_;
+    Abandonment abandonment_;
 };
 
 } // namespace

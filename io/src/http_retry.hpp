@@ -4,11 +4,13 @@
 // max_redirects), requests the server never saw (FailureKind::unsent: a stale keep-alive, a
 // refused HTTP/2 stream) resent at once up to `free_resends`, other retryable failures
 // (retry_policy.hpp) tried again after a backoff pause, up to `attempts` in all; the last error
-// says how many were made.
+// says how many were made. A read its source abandoned (`abandoned()`, Source::abandon_reads)
+// is not tried again: it fails as cancelled.
 //
 //     auto reading = retry_range(name_, options_.attempts, 1, backoff_,
 //                                [&] { return try_once(offset, dst); },
-//                                [&](const std::string& location) { return follow_redirect(location); });
+//                                [&](const std::string& location) { return follow_redirect(location); },
+//                                abandonment_.watch_from_now());
 // Thread: the loop thread.
 #pragma once
 
@@ -38,7 +40,8 @@ struct Attempt {
 // FollowRedirect: (const std::string& location) -> Task<Result<void>>.
 template <class TryOnce, class FollowRedirect>
 Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, std::size_t free_resends,
-                                      Backoff& backoff, TryOnce try_once, FollowRedirect follow_redirect) {
+                                      Backoff& backoff, TryOnce try_once, FollowRedirect follow_redirect,
+                                      std::function<bool()> abandoned = {}) {
     std::size_t redirects = 0;
     std::size_t resends = 0;
     for (std::size_t attempt = 1;; ++attempt) {
@@ -56,6 +59,9 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
         if (done.bytes || !retryable(done.kind)) {
             co_return std::move(done.bytes);
         }
+        if (abandoned && abandoned()) {
+            co_return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
+        }
         if (done.kind == FailureKind::unsent && ++resends <= free_resends) {
             --attempt; // not the request's fault, and not counted
             continue;
@@ -65,8 +71,11 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
             error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
             co_return error;
         }
-        auto pause = pause_before_retry(backoff, attempt, done.retry_after);
+        auto pause = pause_before_retry(backoff, attempt, done.retry_after, abandoned);
         co_await std::move(pause);
+        if (abandoned && abandoned()) {
+            co_return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
+        }
     }
 }
 

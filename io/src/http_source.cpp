@@ -20,9 +20,11 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace ringload {
@@ -119,13 +121,32 @@ private:
             name_, options_.attempts, 1, backoff_,
             [this, offset_bytes, dst, length]() -> Task<Exchange> {
                 auto connection = co_await acquire();
+                busy_.insert(connection.get()); // abandon_reads closes it
                 auto request = exchange(*connection, offset_bytes, dst.first(length));
                 Exchange done = co_await std::move(request);
+                busy_.erase(connection.get());
                 release(std::move(connection), done.reusable);
                 co_return done;
             },
-            [this](const std::string& location) { return follow_redirect(location); });
+            [this](const std::string& location) { return follow_redirect(location); }, abandonment_.watch_from_now());
         co_return co_await std::move(reading);
+    }
+
+    // The requests in flight end now (their sockets closed: the exchanges fail and are not
+    // retried); those of a later run start afresh.
+    void abandon_reads() override {
+        abandonment_.abandon();
+        for (Connection* connection : busy_) {
+            close_socket(*connection);
+        }
+        if (stream_) {
+            close_socket(*stream_);
+        }
+    }
+
+    static void close_socket(Connection& connection) {
+        boost::system::error_code ignored;
+        connection.tcp().socket().close(ignored);
     }
 
     // Points every later request at `location` (absolute, or relative to the current URL):
@@ -375,12 +396,14 @@ private:
 
     // ---- Servers that ignore Range: one streaming GET serves the reads in offset order. ----
     struct SequentialRequest {
-        SequentialRequest(asio::any_io_executor loop, std::uint64_t offset, std::span<std::byte> bytes)
-            : offset_bytes(offset), dst(bytes), done(loop) {
+        SequentialRequest(asio::any_io_executor loop, std::uint64_t offset, std::span<std::byte> bytes,
+                          std::function<bool()> abandoned_check)
+            : offset_bytes(offset), dst(bytes), abandoned(std::move(abandoned_check)), done(loop) {
             done.expires_at(asio::steady_timer::time_point::max());
         }
         std::uint64_t offset_bytes;
         std::span<std::byte> dst;
+        std::function<bool()> abandoned; // its run stopped: not served
         asio::steady_timer done;
         std::optional<Result<std::size_t>> result;
     };
@@ -388,7 +411,7 @@ private:
     // `dst` ends at the object's end at most (read_range trims it).
     Task<Result<std::size_t>> sequential_read(std::uint64_t offset_bytes, std::span<std::byte> dst) {
         auto loop = co_await asio::this_coro::executor;
-        auto request = std::make_shared<SequentialRequest>(loop, offset_bytes, dst);
+        auto request = std::make_shared<SequentialRequest>(loop, offset_bytes, dst, abandonment_.watch_from_now());
         pending_.emplace(offset_bytes, request);
         if (!pumping_) {
             pumping_ = true;
@@ -418,8 +441,11 @@ private:
         std::optional<Error> last_error;
         for (std::size_t attempt = 1; attempt <= options_.attempts; ++attempt) {
             if (attempt > 1) {
-                auto pause = pause_before_retry(backoff_, attempt - 1);
+                auto pause = pause_before_retry(backoff_, attempt - 1, std::chrono::milliseconds(0), request.abandoned);
                 co_await std::move(pause);
+            }
+            if (request.abandoned()) {
+                co_return fail(errc::cancelled, name_ + ": the read was abandoned (its load stopped)");
             }
             if (!stream_ || stream_position_ > request.offset_bytes) {
                 auto starting = start_stream();
@@ -552,6 +578,8 @@ private:
     std::uint64_t stream_position_ = 0;
     std::uint64_t origin_ = 0; // bumped when a redirect moves to another host
     ConnectionPool<Connection> connections_;
+    std::set<Connection*> busy_; // with a request in flight
+    Abandonment abandonment_;
 };
 
 } // namespace

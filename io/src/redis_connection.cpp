@@ -137,6 +137,11 @@ Task<Result<void>> RedisConnection::read_more(std::chrono::steady_clock::time_po
     co_return Result<void>();
 }
 
+void RedisConnection::close() {
+    boost::system::error_code ignored;
+    stream_.socket().close(ignored);
+}
+
 Task<Result<std::vector<RedisReply>>> RedisConnection::exchange(std::string wire, std::size_t reply_count) {
     auto sending = send(wire);
     RL_CO_TRY_VOID(co_await std::move(sending));

@@ -83,6 +83,8 @@ public:
     Task<Result<std::vector<RedisReply>>> exchange(std::string wire, std::size_t reply_count);
     // Sends `wire` (one GETRANGE per target) and reads each reply into its target.
     Task<Result<void>> read_ranges(std::string wire, std::span<const RedisRangeTarget> targets);
+    // Ends what is in flight on it now: its waits fail (the connection is then dropped).
+    void close();
 
 private:
     Error transport_failure(const std::string& what, const boost::system::error_code& ec);

@@ -9,6 +9,7 @@
 #include "ringload/io/redis_layout.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace ringload {
 namespace {
@@ -170,9 +171,11 @@ private:
     // GETRANGEs read into them; otherwise reply_count small replies are returned.
     Task<Result<std::vector<RedisReply>>> round_trip(std::string wire, std::size_t reply_count,
                                                      std::span<const RedisRangeTarget> targets) {
+        const auto abandoned = abandonment_.watch_from_now();
         for (std::size_t attempt = 1;; ++attempt) {
             auto acquiring = acquire();
             std::unique_ptr<RedisConnection> connection = co_await std::move(acquiring);
+            busy_.insert(connection.get()); // abandon_reads closes it
             Result<std::vector<RedisReply>> result = std::vector<RedisReply>{};
             if (!connection->connected()) {
                 auto connecting = connection->connect(endpoints_, uri_);
@@ -192,17 +195,30 @@ private:
                 }
             }
             const bool retryable = !result && connection->retryable();
+            busy_.erase(connection.get());
             release(std::move(connection), static_cast<bool>(result));
             if (result || !retryable) {
                 co_return result;
+            }
+            if (abandoned()) {
+                co_return fail(errc::cancelled, uri_.text + ": the read was abandoned (its load stopped)");
             }
             if (attempt >= std::max<std::size_t>(options_.attempts, 1)) {
                 Error error = result.error();
                 error.detail += " (gave up after " + std::to_string(attempt) + " attempts)";
                 co_return error;
             }
-            auto pause = pause_before_retry(backoff_, attempt);
+            auto pause = pause_before_retry(backoff_, attempt, std::chrono::milliseconds(0), abandoned);
             co_await std::move(pause);
+        }
+    }
+
+    // The requests in flight end now (their connections closed: they fail and are not
+    // retried); those of a later run start afresh.
+    void abandon_reads() override {
+        abandonment_.abandon();
+        for (RedisConnection* connection : busy_) {
+            connection->close();
         }
     }
 
@@ -225,7 +241,9 @@ private:
     std::vector<RedisKeyRange> keys_; // non-empty keys, by offset: they tile [0, size_bytes_)
     std::uint64_t size_bytes_ = 0;
     ConnectionPool<RedisConnection> connections_;
-    Backoff backoff_; // 100 ms doubling up to 5 s, with jitter
+    Backoff backoff_;                 // 100 ms doubling up to 5 s, with jitter
+    std::set<RedisConnection*> busy_; // with a request in flight
+    Abandonment abandonment_;
 };
 
 } // namespace

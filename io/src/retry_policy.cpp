@@ -16,12 +16,17 @@ std::chrono::milliseconds Backoff::delay(std::size_t attempt, std::chrono::milli
     return std::max(chosen, std::min<std::chrono::milliseconds>(retry_after, max_));
 }
 
-Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt, std::chrono::milliseconds retry_after) {
+Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt, std::chrono::milliseconds retry_after,
+                              std::function<bool()> stopped) {
     auto loop = co_await asio::this_coro::executor;
     asio::steady_timer timer(loop);
-    timer.expires_after(backoff.delay(attempt, retry_after));
-    auto waited = co_await timer.async_wait(use_task);
-    (void)waited;
+    const auto until = std::chrono::steady_clock::now() + backoff.delay(attempt, retry_after);
+    constexpr auto slice = std::chrono::milliseconds(50);
+    while (std::chrono::steady_clock::now() < until && !(stopped && stopped())) {
+        timer.expires_at(stopped ? std::min(until, std::chrono::steady_clock::now() + slice) : until);
+        auto waited = co_await timer.async_wait(use_task);
+        (void)waited;
+    }
 }
 
 } // namespace ringload

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 
 namespace ringload {
@@ -85,8 +86,28 @@ private:
     std::minstd_rand random_{std::random_device{}()};
 };
 
-// Waits backoff.delay(attempt, retry_after) on the calling coroutine's executor.
+// Waits backoff.delay(attempt, retry_after) on the calling coroutine's executor, or less once
+// `stopped()` says so (asked every 50 ms; an empty one never stops the pause).
 Task<void> pause_before_retry(Backoff& backoff, std::size_t attempt,
-                              std::chrono::milliseconds retry_after = std::chrono::milliseconds(0));
+                              std::chrono::milliseconds retry_after = std::chrono::milliseconds(0),
+                              std::function<bool()> stopped = {});
+
+// How a network source lets go of the reads of a run that stopped (Source::abandon_reads): a
+// count of abandonments, which each read notes as it starts. A read whose count has moved on
+// is not tried again and its pauses end early; the source closes its connections itself.
+class Abandonment {
+public:
+    std::uint64_t count() const { return count_; }
+    void abandon() { ++count_; }
+    // Whether the read that began when count() was `at_start` has been abandoned.
+    bool since(std::uint64_t at_start) const { return count_ != at_start; }
+    // For the read that begins now: true once it is abandoned. The source must outlive it.
+    std::function<bool()> watch_from_now() const {
+        return [this, at_start = count_] { return since(at_start); };
+    }
+
+private:
+    std::uint64_t count_ = 0;
+};
 
 } // namespace ringload

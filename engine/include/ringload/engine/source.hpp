@@ -62,6 +62,13 @@ public:
 
     virtual Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) = 0;
     virtual Task<Result<std::size_t>> read_small_at(std::uint64_t offset_bytes, std::span<std::byte> dst) = 0;
+
+    // The run reading from it has stopped (cancelled, or failed elsewhere): the reads in flight
+    // may end now with an error instead of being waited for, and none of them is retried. A
+    // network source closes its connections (a stalled server would otherwise hold the stop
+    // for its timeout times its attempts). Reads that start afterwards (another run) are served
+    // as before. Loop thread.
+    virtual void abandon_reads() {}
 };
 
 // Reads exactly dst.size() bytes with read_small_at; EOF before that is errc::truncated.

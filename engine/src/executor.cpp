@@ -96,6 +96,12 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
     std::byte* in_place = window.in_place ? handler.in_place_destination(window.useful_offset_bytes) : nullptr;
     std::size_t done = 0;
     while (done < needed) {
+        if (done > 0 && state->has_failed()) {
+            // The run stopped while this window came in pieces: asking for the rest would only
+            // start another request (an abandoned read returns what it had, short).
+            handler.abandon();
+            co_return;
+        }
         ReadTarget target{&slot, done, window.read_length_bytes - done,
                           in_place != nullptr ? in_place + done : nullptr};
         auto read = co_await source.read_some_at(window.read_offset_bytes + done, target);

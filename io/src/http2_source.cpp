@@ -170,10 +170,13 @@ private:
         if (length == 0) {
             co_return std::size_t{0};
         }
+        const auto abandoned = abandonment_.watch_from_now();
         auto reading = retry_range(
             name_, options_.attempts, options_.connections + 1, backoff_,
-            [this, offset_bytes, dst, length] { return try_range(offset_bytes, dst.first(length)); },
-            [this](const std::string& location) { return follow_redirect(location); }, abandonment_.watch_from_now());
+            [this, offset_bytes, dst, length, abandoned] {
+                return try_range(offset_bytes, dst.first(length), abandoned);
+            },
+            [this](const std::string& location) { return follow_redirect(location); }, abandoned);
         co_return co_await std::move(reading);
     }
 
@@ -189,7 +192,7 @@ private:
         slot_freed_.cancel();
     }
 
-    Task<Attempt> try_range(std::uint64_t offset_bytes, std::span<std::byte> dst) {
+    Task<Attempt> try_range(std::uint64_t offset_bytes, std::span<std::byte> dst, std::function<bool()> abandoned) {
         Attempt out;
         // Signed before a connection is picked, for the URL it goes to: a signer may wait (for a
         // token), and neither a stream slot taken before the wait nor a redirect followed
@@ -205,6 +208,11 @@ private:
         auto connection = co_await std::move(acquiring);
         if (!connection) {
             out.failed(connection.error().error, connection.error().kind);
+            co_return out;
+        }
+        if (abandoned()) { // its run stopped while it waited for a stream
+            out.failed(fail(errc::cancelled, name_ + ": the read was abandoned (its load stopped)"),
+                       FailureKind::fatal);
             co_return out;
         }
         const std::string range =

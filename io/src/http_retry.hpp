@@ -45,6 +45,9 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
     std::size_t redirects = 0;
     std::size_t resends = 0;
     for (std::size_t attempt = 1;; ++attempt) {
+        if (abandoned && abandoned()) {
+            co_return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
+        }
         auto trying = try_once();
         auto done = co_await std::move(trying);
         if (!done.redirect.empty()) {

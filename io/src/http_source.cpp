@@ -117,10 +117,18 @@ private:
             auto read = sequential_read(offset_bytes, dst.first(length));
             co_return co_await std::move(read);
         }
+        const auto abandoned = abandonment_.watch_from_now();
         auto reading = retry_range(
             name_, options_.attempts, 1, backoff_,
-            [this, offset_bytes, dst, length]() -> Task<Exchange> {
+            [this, offset_bytes, dst, length, abandoned]() -> Task<Exchange> {
                 auto connection = co_await acquire();
+                if (abandoned()) { // its run stopped while it waited for a connection
+                    release(std::move(connection), true);
+                    Exchange out;
+                    out.failed(fail(errc::cancelled, name_ + ": the read was abandoned (its load stopped)"),
+                               FailureKind::fatal);
+                    co_return out;
+                }
                 busy_.insert(connection.get()); // abandon_reads closes it
                 auto request = exchange(*connection, offset_bytes, dst.first(length));
                 Exchange done = co_await std::move(request);
@@ -128,7 +136,7 @@ private:
                 release(std::move(connection), done.reusable);
                 co_return done;
             },
-            [this](const std::string& location) { return follow_redirect(location); }, abandonment_.watch_from_now());
+            [this](const std::string& location) { return follow_redirect(location); }, abandoned);
         co_return co_await std::move(reading);
     }
 

@@ -175,6 +175,10 @@ private:
         for (std::size_t attempt = 1;; ++attempt) {
             auto acquiring = acquire();
             std::unique_ptr<RedisConnection> connection = co_await std::move(acquiring);
+            if (abandoned()) { // its run stopped while it waited for a connection
+                release(std::move(connection), true);
+                co_return fail(errc::cancelled, uri_.text + ": the read was abandoned (its load stopped)");
+            }
             busy_.insert(connection.get()); // abandon_reads closes it
             Result<std::vector<RedisReply>> result = std::vector<RedisReply>{};
             if (!connection->connected()) {

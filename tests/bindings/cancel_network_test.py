@@ -42,8 +42,9 @@ FILE = "large_mixed_v2.tensors"  # 8 MB
 want = sorted(t["sha256"] for t in json.load(open(os.path.join(DATA, "tensorizer", FILE + ".json")))["tensors"])
 NETWORK = {"connections": 2, "timeout": 20.0, "attempts": 3, "range_size": 1 << 20}
 # The first connection (open's, then reused) is slow, so that progress is reported while it
-# reads; the second stalls after 100 KB of its first answer.
-FAULTS = ["slow:2000000", "stall:100000"]
+# reads; every later one stalls after 100 KB of its first answer (reads that wait for a
+# connection when the load stops must not take a new one: it would stall too).
+FAULTS = ["slow:2000000"] + ["stall:100000"] * 12
 
 
 class Stop(Exception):

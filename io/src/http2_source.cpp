@@ -211,8 +211,7 @@ private:
             co_return out;
         }
         if (abandoned()) { // its run stopped while it waited for a stream
-            out.failed(fail(errc::cancelled, name_ + ": the read was abandoned (its load stopped)"),
-                       FailureKind::fatal);
+            out.failed(abandoned_read(name_), FailureKind::fatal);
             co_return out;
         }
         const std::string range =

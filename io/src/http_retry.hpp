@@ -46,7 +46,7 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
     std::size_t resends = 0;
     for (std::size_t attempt = 1;; ++attempt) {
         if (abandoned && abandoned()) {
-            co_return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
+            co_return abandoned_read(name);
         }
         auto trying = try_once();
         auto done = co_await std::move(trying);
@@ -63,7 +63,7 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
             co_return std::move(done.bytes);
         }
         if (abandoned && abandoned()) {
-            co_return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
+            co_return abandoned_read(name);
         }
         if (done.kind == FailureKind::unsent && ++resends <= free_resends) {
             --attempt; // not the request's fault, and not counted
@@ -75,10 +75,7 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
             co_return error;
         }
         auto pause = pause_before_retry(backoff, attempt, done.retry_after, abandoned);
-        co_await std::move(pause);
-        if (abandoned && abandoned()) {
-            co_return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
-        }
+        co_await std::move(pause); // then the loop's first check
     }
 }
 

@@ -125,8 +125,7 @@ private:
                 if (abandoned()) { // its run stopped while it waited for a connection
                     release(std::move(connection), true);
                     Exchange out;
-                    out.failed(fail(errc::cancelled, name_ + ": the read was abandoned (its load stopped)"),
-                               FailureKind::fatal);
+                    out.failed(abandoned_read(name_), FailureKind::fatal);
                     co_return out;
                 }
                 busy_.insert(connection.get()); // abandon_reads closes it
@@ -453,7 +452,7 @@ private:
                 co_await std::move(pause);
             }
             if (request.abandoned()) {
-                co_return fail(errc::cancelled, name_ + ": the read was abandoned (its load stopped)");
+                co_return abandoned_read(name_);
             }
             if (!stream_ || stream_position_ > request.offset_bytes) {
                 auto starting = start_stream();

@@ -177,7 +177,7 @@ private:
             std::unique_ptr<RedisConnection> connection = co_await std::move(acquiring);
             if (abandoned()) { // its run stopped while it waited for a connection
                 release(std::move(connection), true);
-                co_return fail(errc::cancelled, uri_.text + ": the read was abandoned (its load stopped)");
+                co_return abandoned_read(uri_.text);
             }
             busy_.insert(connection.get()); // abandon_reads closes it
             Result<std::vector<RedisReply>> result = std::vector<RedisReply>{};
@@ -205,7 +205,7 @@ private:
                 co_return result;
             }
             if (abandoned()) {
-                co_return fail(errc::cancelled, uri_.text + ": the read was abandoned (its load stopped)");
+                co_return abandoned_read(uri_.text);
             }
             if (attempt >= std::max<std::size_t>(options_.attempts, 1)) {
                 Error error = result.error();

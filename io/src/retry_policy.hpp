@@ -110,4 +110,9 @@ private:
     std::uint64_t count_ = 0;
 };
 
+// What an abandoned read of `name` (a URL, redacted) ends with.
+inline Error abandoned_read(const std::string& name) {
+    return fail(errc::cancelled, name + ": the read was abandoned (its load stopped)");
+}
+
 } // namespace ringload

@@ -13,7 +13,8 @@ namespace ringload::cli {
 
 nlohmann::json path_json(const TensorInfo& tensor);
 nlohmann::json shape_json(const TensorInfo& tensor);
-// Names may hold any bytes: invalid UTF-8 is replaced rather than thrown on.
+// Names may hold any bytes: invalid UTF-8 is replaced rather than thrown on, and DEL and the C1
+// controls (U+007F..U+009F), which nlohmann writes raw, are written as \u escapes.
 std::string dump_json(const nlohmann::json& value);
 
 } // namespace ringload::cli

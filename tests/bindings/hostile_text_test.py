@@ -2,16 +2,20 @@
 """tests/bindings/hostile_text_test.py RINGLOAD DATA_DIR [PYTHONPATH]: untrusted text stays inert (issue #27, part 5).
 
 Tensor names with terminal escape sequences (colour, OSC window title with BEL), a bidi
-override, a 5,000-byte name and bytes that are not UTF-8, in all three formats (safetensors
-written here, tensorizer and torch made from it by `ringload convert`, invalid UTF-8 patched into
-a tensorizer fixture): `ringload info` and `load --sha256` print them as visible escapes (no
-control byte but the newline reaches the terminal, the output is valid UTF-8, the long name is
-cut with a note), `--json` stays valid JSON with the names as they are, and an error that quotes
-a hostile name is inert too. A presigned URL's signature and credential never appear in an error,
-from the CLI or (with PYTHONPATH given) from the Python package.
+override, DEL and C1 controls (U+0080..U+009F, CSI among them), a 5,000-byte name and bytes
+that are not UTF-8, in all three formats (safetensors written here, with hostile metadata too,
+tensorizer and torch made from it by `ringload convert`, invalid UTF-8 patched into a tensorizer
+fixture): `ringload info` and `load --sha256` print them as visible escapes (no control byte but
+the newline reaches the terminal, the output is valid UTF-8, the long name is cut with a note),
+`info --json` and `load --json` stay valid JSON with the names and metadata as they are and DEL
+and C1 controls as \\u escapes (JSON needs escapes only below U+0020; the others would reach a
+terminal raw), and an error that quotes a hostile name is inert too. A presigned URL's signature
+and credential never appear in an error, from the CLI or (with PYTHONPATH given) from the Python
+package.
 """
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -25,7 +29,8 @@ RINGLOAD, DATA = sys.argv[1], sys.argv[2]
 checks = Checks()
 check = checks.check
 HOSTILE = ["\x1b[31mred\x1b[0m", "\x1b]0;pwned\x07title", "\u202eevil.weight", "ok.weight", "x" * 5000,
-           "\u6a21\u578b.weight"]
+           "\u6a21\u578b.weight", "del\x7fname", "\u009b31mcsi", "c1\u0080\u0085\u009f"]
+METADATA = {"\x7fkey\u009b2J": "value\u0090\x7f\u0085 \u6a21", "plain": "text"}
 
 
 def run(*args):
@@ -44,8 +49,15 @@ def inert(name, raw: bytes):
     return text
 
 
+def json_escapes_del_and_c1(name, raw: bytes):
+    """JSON output carries DEL and the C1 controls as \\u escapes, never as their bytes (0x7f; UTF-8
+    0xc2 0x80..0xc2 0x9f)."""
+    found = re.findall(rb"\x7f|\xc2[\x80-\x9f]", raw)
+    check(f"{name}: DEL and C1 controls escaped", not found, repr(found[:5]))
+
+
 def safetensors_file(path, names):
-    header, offset = {}, 0
+    header, offset = {"__metadata__": METADATA}, 0
     for name in names:
         header[name] = {"dtype": "F32", "shape": [2], "data_offsets": [offset, offset + 8]}
         offset += 8
@@ -68,13 +80,19 @@ with tempfile.TemporaryDirectory() as tmp:
               and "\\u{202e}evil" in text and "\u6a21\u578b.weight" in text, text[:400])
         check(f"{fmt} info: the long name is cut with a note", "x" * 200 + "...(4800 more bytes)" in text
               and "x" * 201 not in text, "")
-        out = run("info", path, "--json")
-        try:
-            names = sorted(t["name"] if fmt != "torch" else ".".join(map(str, t["path"]))
-                           for t in json.loads(out.stdout)["tensors"])
-            check(f"{fmt} info --json: the names as they are", names == sorted(HOSTILE), names[:3])
-        except (ValueError, KeyError) as error:
-            check(f"{fmt} info --json is JSON", False, repr(error))
+        for command in ("info", "load"):
+            out = run(command, path, "--json")
+            json_escapes_del_and_c1(f"{fmt} {command} --json", out.stdout)
+            try:
+                parsed = json.loads(out.stdout)
+                names = sorted(t["name"] if fmt != "torch" else ".".join(map(str, t["path"]))
+                               for t in parsed["tensors"])
+                check(f"{fmt} {command} --json: the names as they are", names == sorted(HOSTILE), names[:3])
+                if command == "info" and fmt == "safetensors":
+                    check(f"{fmt} info --json: the metadata as it is", parsed["metadata"] == METADATA,
+                          parsed.get("metadata"))
+            except (ValueError, KeyError) as error:
+                check(f"{fmt} {command} --json is JSON", False, repr(error))
         out = run("load", path, "--sha256")
         check(f"{fmt} load --sha256", out.returncode == 0, out.stderr[-300:])
         inert(f"{fmt} load --sha256", out.stdout)

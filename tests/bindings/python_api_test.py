@@ -5,16 +5,22 @@ results must be equal on every fixture: state dict contents (nested ones too), f
 verify_hash, encrypted files (key and passphrase), dtype=, read_numpy_arrays, load_into_module,
 and files each side wrote read by the other. Beyond tensorizer: load_into_module fills the
 module's own storage (no reallocation), errors are ringload.errors classes, device="meta"
-reads nothing, and 100 deserializers loaded and dropped leave RSS flat.
+reads nothing, and 100 deserializers loaded and dropped leave RSS flat. A stream that refuses
+reads past its end (tensorizer's CURLStreamFile, mimicked and real) loads as the file does.
 
 Run by ctest (test `python_api`) with PYTHONPATH at <build>/bindings/python and
 RINGLOAD_TEST_DATA at tests/data.
 """
+import functools
 import gc
 import hashlib
+import http.client
+import http.server
+import io
 import json
 import os
 import shutil
+import threading
 
 import pytest
 
@@ -238,3 +244,129 @@ def test_rss_stays_flat_over_100_deserializers():
     grown = rss() - start
     assert total > 0
     assert grown < 64 << 20, f"RSS grew {grown >> 20} MiB over 100 loads"
+
+
+class StrictStream(io.BufferedIOBase):
+    """`data` as tensorizer's CURLStreamFile (stream_io.py, opened without `end`) serves it: a read
+    or readinto asking for more than remains raises "Requested N != M" and closes the stream,
+    read() with no size reads the rest, seek() returns None and refuses SEEK_END (but to where
+    it is), fileno() is -1, and the size is told only by the response headers it keeps
+    (curl --include): Content-Length, or Content-Range when opened at `begin`."""
+
+    def __init__(self, data: bytes, begin: int = 0):
+        super().__init__()
+        self._data, self._curr, self._closed = data, begin, False
+        field = (f"Content-Range: bytes {begin}-{len(data) - 1}/{len(data)}" if begin
+                 else f"Content-Length: {len(data)}")
+        self.response_headers = http.client.parse_headers(io.BytesIO(f"{field}\r\n\r\n".encode()))
+
+    def _take(self, requested: int) -> bytes:
+        got = self._data[self._curr:self._curr + requested] if requested >= 0 else self._data[self._curr:]
+        if len(got) != requested:
+            self._closed = True
+            raise IOError(f"Requested {requested} != {len(got)}")
+        self._curr += len(got)
+        return got
+
+    def read(self, size=None) -> bytes:
+        if self._closed:
+            raise IOError("CURLStreamFile closed.")
+        if size is None:
+            got, self._curr = self._data[self._curr:], len(self._data)
+            return got
+        return self._take(size)
+
+    def readinto(self, ba) -> int:
+        got = self._take(len(ba))
+        ba[:len(got)] = got
+        return len(got)
+
+    def tell(self) -> int:
+        return self._curr
+
+    def seek(self, position, whence=io.SEEK_SET):
+        if whence == io.SEEK_CUR:
+            position += self._curr
+        if position == self._curr:
+            return
+        if whence == io.SEEK_END:
+            raise ValueError("Unsupported `whence`")
+        if position > self._curr:
+            self._take(position - self._curr)
+        else:
+            self._curr = position  # CURLStreamFile opens a new request from there
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return -1
+
+    def close(self) -> None:
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+@pytest.fixture(scope="module")
+def streamed_file(tmp_path_factory):
+    """A file the real tensorizer wrote, not a multiple of 8 MiB (the copy's chunk) and over two."""
+    torch.manual_seed(3)
+    tensors = {"big": torch.randn(4_400_000), "ids": torch.arange(7), "half": torch.randn(33, 5).half()}
+    path = str(tmp_path_factory.mktemp("stream") / "streamed.tensors")
+    writer = tensorizer.TensorSerializer(path)
+    writer.write_state_dict(tensors)
+    writer.close()
+    assert os.path.getsize(path) % (8 << 20) != 0
+    return path
+
+
+def assert_stream_loads_as_the_file(path, stream):
+    theirs = tensorizer.TensorDeserializer(path, device="cpu", verify_hash=True)
+    with ringload.TensorDeserializer(stream, device="cpu", verify_hash=True) as ours:
+        assert list(ours.keys()) == list(theirs.keys())
+        assert_same_tensors(flatten({k: theirs[k] for k in theirs}), flatten({k: ours[k] for k in ours}))
+    theirs.close()
+
+
+@pytest.mark.parametrize("file", ["large_mixed_v2.tensors", "tiny_v1.tensors", "written"])
+@pytest.mark.parametrize("begin", [0, 100])
+def test_strict_stream_loads_as_tensorizer_reads_the_file(file, begin, streamed_file):
+    path = streamed_file if file == "written" else os.path.join(FIXTURES, file)
+    data = open(path, "rb").read()
+    stream = StrictStream(bytes(begin) + data, begin)  # at 100: opened past 100 bytes that are not the file
+    assert_stream_loads_as_the_file(path, stream)
+    assert stream.tell() == begin + len(data) and not stream.closed
+    with tensorizer.TensorDeserializer(StrictStream(data), device="cpu") as theirs:  # tensorizer reads it too
+        ours = ringload.TensorDeserializer(path, device="cpu")
+        assert_same_tensors(flatten(dict(theirs.items())), flatten(dict(ours.items())))
+
+
+def test_curl_stream_file_loads_as_tensorizer_reads_the_file(streamed_file):
+    if not shutil.which("curl"):
+        pytest.skip("CURLStreamFile needs curl")
+    from tensorizer.stream_io import CURLStreamFile
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # CURLStreamFile takes "HTTP/1.1 2xx" or "HTTP/2 2xx" only
+
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Handler, directory=os.path.dirname(streamed_file))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_port}/{os.path.basename(streamed_file)}"
+        try:
+            with CURLStreamFile(url) as stream:
+                assert_stream_loads_as_the_file(streamed_file, stream)
+        finally:
+            server.shutdown()

@@ -1,9 +1,11 @@
 """Read once per process group (issue #26): ranks started locally with gloo on the CPU.
 
-Every rank's tensors must equal a single-process load (sha256 of each tensor's bytes), the
-bytes read summed over the ranks must equal what one rank alone reads, no rank reads more than
-its share plus one round, and a rank that cannot read (a wrong key) makes every rank fail with
-one error naming it, within the collectives' timeout.
+Every rank's tensors (sha256 of each tensor's bytes, with its shape and dtype) must equal the
+file's tensors as the format's own library reads them: PyPI safetensors, torch.load (weights_only)
+and the real tensorizer (which also decrypts the encrypted file), converted by torch where a case
+asks for a dtype. The bytes read summed over the ranks must equal what one rank alone reads, no
+rank reads more than its share plus one round, and a rank that cannot read (a wrong key) makes
+every rank fail with one error naming it, within the collectives' timeout.
 
 RINGLOAD_DISTRIBUTED_DEVICE=cuda runs the same cases on GPUs (scripts/gpu_check.sh): rank r on
 cuda:(r mod the GPU count), over NCCL where every rank has a GPU of its own, else over gloo
@@ -24,6 +26,9 @@ torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 mp = pytest.importorskip("torch.multiprocessing")
 safetensors_torch = pytest.importorskip("safetensors.torch")
+
+import tensorizer  # noqa: E402
+import tensorizer.serialization  # noqa: E402
 
 import ringload  # noqa: E402  (spawned ranks find it through PYTHONPATH too)
 
@@ -158,16 +163,36 @@ def run_ranks(world: int, case: dict, timeout: float = 120, every_rank_reports: 
         return results
 
 
-def single_load(case: dict) -> tuple:
-    with ringload.TensorDeserializer(case["path"], **_options(case)) as loaded:
-        return digests(loaded.flat_tensors())
+def reference(path: str, key: str = "", dtype: str = "") -> dict:
+    """The digests every rank must get for the local file `path`: its tensors as the format's own
+    library reads them (the real tensorizer with the key in the file `key`), floating ones
+    converted to `dtype` by torch."""
+    if path.endswith(".safetensors"):
+        tensors = safetensors_torch.load_file(path)
+    elif path.endswith(".pt"):
+        tensors = torch.load(path, weights_only=True)
+    else:
+        options = {}
+        if key:
+            with open(key, "rb") as f:
+                options["encryption"] = tensorizer.serialization.DecryptionParams.from_key(f.read())
+        with tensorizer.TensorDeserializer(path, device="cpu", **options) as theirs:
+            tensors = {name: theirs[name].detach().clone() for name in theirs.keys()}
+    if dtype:
+        tensors = {name: tensor.to(getattr(torch, dtype)) if tensor.is_floating_point() else tensor
+                   for name, tensor in tensors.items()}
+    return digests(tensors)
+
+
+def expected_for(case: dict) -> dict:
+    return reference(case["path"], case.get("key", ""), case.get("dtype", ""))
 
 
 @pytest.mark.parametrize("world", [2, 4])
 @pytest.mark.parametrize("fmt", ["safetensors", "torch", "tensorizer"])
 def test_every_rank_gets_what_one_process_loads(files, fmt, world):
     case = {"path": files[fmt], "round_bytes": 64 << 10 if world == 4 else 0}
-    expected = single_load(case)
+    expected = expected_for(case)
     alone = run_ranks(1, case)[0]
     assert "error" not in alone, alone
     assert alone["digests"] == expected
@@ -191,7 +216,7 @@ def test_verified_converted_encrypted_and_streamed_loads_match(files):
              {"path": files["encrypted"], "key": files["key"]}, {"path": files["torch"], "stream": True},
              {"path": files["safetensors"], "stream": True, "round_bytes": 100 << 10}]
     for case in cases:
-        expected = single_load(case)
+        expected = expected_for(case)
         for result in run_ranks(2, case):
             assert "error" not in result, (case, result)
             assert result["digests"] == expected, (case, result["rank"])
@@ -246,7 +271,7 @@ def test_over_http_and_s3_every_rank_gets_what_one_process_loads(remote_files, f
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "admin")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     for fmt in ("safetensors", "torch", "tensorizer"):
-        expected = single_load({"path": files[fmt]})
+        expected = reference(files[fmt])
         case = {"path": remote_files[where][fmt], "s3_endpoint": remote_files["s3_endpoint"] if where == "s3" else ""}
         results = run_ranks(2, case)
         for result in results:

@@ -2,13 +2,18 @@
 //
 // slice_element_runs (bindings/cpp/src/slice_runs.hpp) against a brute-force walk of the slice's
 // elements in C order: every element from the right storage element, runs maximal, and the run
-// counts the issue asks for (a row range is one run, a column slice one per row).
+// counts the issue asks for (a row range is one run, a column slice one per row); and
+// Deserializer::load_slices on a fixture written by the real tensorizer against the bytes its
+// manifest says each tensor has.
+#include "../support/test_support.hpp"
+#include "ringload/engine/hashes.hpp"
 #include "slice_runs.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
+#include <span>
 #include <string>
 
 namespace ringload {
@@ -153,34 +158,60 @@ TEST(SliceRuns, CopyRunsGathers) {
     EXPECT_EQ(out, (std::vector<std::uint16_t>{6, 7, 11, 12}));
 }
 
-// Deserializer::load_slices through the C++ API on a tensorizer fixture: every tensor's last
-// two-thirds of rows against the same cut of its whole load, all in one call that reads less.
-TEST(LoadSlices, RowSlicesOfAFixtureMatchTheWholeLoad) {
-    auto opened = Deserializer::open(std::string(RINGLOAD_TEST_DATA_DIR) + "/tensorizer/large_mixed_v2.tensors");
+// Deserializer::load_slices through the C++ API on a fixture written by the real tensorizer: every
+// tensor's last two-thirds of rows against the same cut of the tensor's bytes as tensorizer wrote
+// them (read from the file at the manifest's data_offset, checked against the manifest's sha256),
+// all in one call that reads less than the whole load.
+TEST(LoadSlices, RowSlicesOfAFixtureMatchItsManifest) {
+    const std::filesystem::path path = testing::tensorizer_dir() / "large_mixed_v2.tensors";
+    const nlohmann::json manifest = testing::read_json(path.string() + ".json");
+    ASSERT_TRUE(manifest["encryption"].is_null()) << "the file's bytes are the tensors' bytes only unencrypted";
+    const std::vector<std::byte> file = testing::read_file(path);
+    ASSERT_EQ(file.size(), manifest["file_size"].get<std::uint64_t>());
+    auto opened = Deserializer::open(path.string());
     ASSERT_TRUE(opened.has_value()) << opened.error().message();
-    auto whole = opened->load();
-    ASSERT_TRUE(whole.has_value()) << whole.error().message();
+    const nlohmann::json& expected = manifest["tensors"];
+    ASSERT_EQ(opened->index().tensors.size(), expected.size());
     std::vector<SliceRequest> requests;
-    for (std::size_t i = 0; i < opened->index().tensors.size(); ++i) {
-        const TensorInfo& tensor = opened->index().tensors[i];
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_EQ(testing::hex_of(opened->index().tensors[i].name), expected[i]["serialized_name_hex"].get<std::string>())
+            << "tensor " << i << " in the file's order";
+        const auto shape = expected[i]["shape"].get<std::vector<std::uint64_t>>();
         SliceRequest request{i, {}};
-        for (std::size_t k = 0; k < tensor.shape.size(); ++k) {
-            request.ranges.push_back({k == 0 ? tensor.shape[0] / 3 : 0, tensor.shape[k]});
+        for (std::size_t k = 0; k < shape.size(); ++k) {
+            request.ranges.push_back({k == 0 ? shape[0] / 3 : 0, shape[k]});
         }
         requests.push_back(std::move(request));
     }
     auto sliced = opened->load_slices(requests);
     ASSERT_TRUE(sliced.has_value()) << sliced.error().message();
     ASSERT_EQ(sliced->tensors.size(), requests.size());
-    EXPECT_LT(sliced->bytes_read, whole->bytes_read);
     for (std::size_t r = 0; r < requests.size(); ++r) {
-        const LoadedTensor& full = whole->tensors[r];
-        const auto runs = slice_element_runs(c_strides(full.info.shape), 0, requests[r].ranges);
-        std::vector<std::byte> want(sliced->tensors[r].bytes.size());
-        copy_runs(want.data(), full.bytes.data(), runs, itemsize(full.info.dtype));
-        EXPECT_EQ(sliced->tensors[r].info.shape, slice_shape(requests[r].ranges)) << full.info.name;
-        EXPECT_TRUE(std::equal(want.begin(), want.end(), sliced->tensors[r].bytes.begin())) << full.info.name;
+        const nlohmann::json& want = expected[r];
+        const std::string name = want["serialized_name_hex"].get<std::string>();
+        ASSERT_FALSE(want["is_meta"].get<bool>()) << name;
+        const auto shape = want["shape"].get<std::vector<std::uint64_t>>();
+        const auto offset = want["data_offset"].get<std::uint64_t>();
+        const auto length = want["byte_length"].get<std::uint64_t>();
+        const auto itemsize = want["itemsize"].get<std::size_t>();
+        ASSERT_LE(offset + length, file.size()) << name;
+        const std::span<const std::byte> stored(file.data() + offset, length);
+        ASSERT_EQ(to_hex(sha256(stored)), want["sha256"].get<std::string>()) << name << ": the bytes tensorizer loads";
+        const auto runs = slice_element_runs(c_strides(shape), 0, requests[r].ranges);
+        std::uint64_t elements = 1;
+        for (const auto extent : slice_shape(requests[r].ranges)) {
+            elements *= extent;
+        }
+        std::vector<std::byte> cut(elements * itemsize);
+        copy_runs(cut.data(), stored.data(), runs, itemsize);
+        EXPECT_EQ(sliced->tensors[r].info.shape, slice_shape(requests[r].ranges)) << name;
+        ASSERT_EQ(sliced->tensors[r].bytes.size(), cut.size()) << name;
+        EXPECT_TRUE(std::equal(cut.begin(), cut.end(), sliced->tensors[r].bytes.begin())) << name;
     }
+    // Reads less than the whole load of the same file.
+    auto whole = opened->load();
+    ASSERT_TRUE(whole.has_value()) << whole.error().message();
+    EXPECT_LT(sliced->bytes_read, whole->bytes_read);
 }
 
 TEST(LoadSlices, ABadRequestNamesTheFileAndTensor) {

@@ -10,17 +10,22 @@ test_serialization.py (tests/tensorizer_upstream) does not reach on a machine wi
 - tensorizer's own EncryptionParams (from a key) and DecryptionParams accepted;
 - failures that are also tensorizer's CryptographyError / HashMismatchError once tensorizer is
   imported, and messages that name Python arguments, not the CLI's flags.
+
+What ringload writes is read back by the real tensorizer (the .venv's, 2.11.1) too, and must
+give the tensors written: a reader and writer of our own that agree on a mistake would pass a
+round trip through ringload alone. verify_module's answers are the real tensorizer's.
 """
 import io
 import os
 import sys
 
 import pytest
+import tensorizer
+import tensorizer.serialization as serialization
+import torch
 
-torch = pytest.importorskip("torch")
-
-import ringload  # noqa: E402
-from ringload import DecryptionParams, EncryptionParams, TensorDeserializer, TensorSerializer  # noqa: E402
+import ringload
+from ringload import DecryptionParams, EncryptionParams, TensorDeserializer, TensorSerializer
 
 
 def tensors():
@@ -31,7 +36,15 @@ def tensors():
 def assert_same(got, expected):
     assert set(got) == set(expected)
     for name, tensor in expected.items():
-        assert torch.equal(got[name], tensor), name
+        assert got[name].dtype == tensor.dtype and torch.equal(got[name], tensor), name
+
+
+def read_by_tensorizer(source, **options):
+    """{name: tensor} as the real tensorizer's TensorDeserializer reads `source` (a path or bytes)."""
+    if isinstance(source, bytes):
+        source = io.BytesIO(source)
+    with tensorizer.TensorDeserializer(source, device="cpu", **options) as theirs:
+        return {name: theirs[name].detach().clone() for name in theirs.keys()}
 
 
 def test_bytesio_round_trip():
@@ -44,10 +57,19 @@ def test_bytesio_round_trip():
     assert closed == [True]
     data = buffer.getvalue()
     assert data[:4] == b"|TZR"
+    assert_same(read_by_tensorizer(data), tensors())
     with TensorDeserializer(io.BytesIO(data), device="cpu") as deserializer:
         assert_same(dict(deserializer), tensors())
     with TensorDeserializer(io.BytesIO(data), device="cpu", lazy_load=True) as deserializer:
         assert_same({name: tensor for _, _, name, tensor in deserializer.read_tensors()}, tensors())
+    # The real tensorizer's bytes, from a file object, as ours are read.
+    theirs = io.BytesIO()
+    theirs.close = lambda: None
+    writer = tensorizer.TensorSerializer(theirs)
+    writer.write_state_dict(tensors())
+    writer.close()
+    with TensorDeserializer(io.BytesIO(theirs.getvalue()), device="cpu") as deserializer:
+        assert_same(dict(deserializer), tensors())
 
 
 def test_open_file_is_written_through(tmp_path):
@@ -55,11 +77,17 @@ def test_open_file_is_written_through(tmp_path):
     with open(path, "wb+") as file:
         file.write(b"kept")
         os.unlink(path)  # only the open file is left: a writer that writes a new file at its name fails here
+        kept = os.dup(file.fileno())  # to read it back after the serializer closed it
         serializer = TensorSerializer(file)
         serializer.write_state_dict(tensors())
         serializer.close()
         assert file.closed
     assert not path.exists()
+    os.lseek(kept, 0, os.SEEK_SET)  # (the duplicate shares the closed file's offset, at its end)
+    with os.fdopen(kept, "rb") as written:
+        data = written.read()
+    assert data[:8] == b"kept|TZR"  # written from the file's position on, as tensorizer writes
+    assert_same(read_by_tensorizer(data[4:]), tensors())
 
     path2 = tmp_path / "model2.tensors"
     with open(path2, "wb", buffering=0) as file:
@@ -68,6 +96,7 @@ def test_open_file_is_written_through(tmp_path):
         serializer.write_state_dict(tensors())
         serializer.close()
     assert os.stat(path2).st_ino == inode
+    assert_same(read_by_tensorizer(str(path2)), tensors())
     with open(path2, "rb") as file, TensorDeserializer(file, device="cpu") as deserializer:
         assert_same(dict(deserializer), tensors())
 
@@ -79,10 +108,25 @@ def test_flat_list():
     values = [torch.tensor([i], dtype=torch.uint8) for i in range(4)]
     serializer.write_state_dict(values)
     serializer.close()
+    # Keys, tree and values as the real tensorizer gives them for the same file.
+    with tensorizer.TensorDeserializer(io.BytesIO(buffer.getvalue()), device="cpu") as theirs:
+        their_keys = list(theirs.keys())
+        their_tree = [tensor.detach().clone() for tensor in theirs.tree()]
+        their_has_text_key = "0" in theirs
+    assert their_keys == [0, 1, 2, 3] and not their_has_text_key
+    assert all(torch.equal(a, b) for a, b in zip(their_tree, values)) and len(their_tree) == len(values)
     with TensorDeserializer(io.BytesIO(buffer.getvalue()), device="cpu") as deserializer:
-        assert list(deserializer.keys()) == [0, 1, 2, 3]
-        assert deserializer.tree() == values
-        assert "0" not in deserializer
+        assert list(deserializer.keys()) == their_keys
+        tree = deserializer.tree()
+        assert len(tree) == len(their_tree)
+        assert all(a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(tree, their_tree))
+        assert ("0" in deserializer) == their_has_text_key
+
+
+def answers(verified):
+    """verify_module's (passed, [(name, matched), ...]) as plain tuples."""
+    passed, results = verified
+    return bool(passed), [(name, bool(matched)) for name, matched in results]
 
 
 def test_verify_module(tmp_path):
@@ -91,14 +135,18 @@ def test_verify_module(tmp_path):
     serializer = TensorSerializer(path)
     serializer.write_module(model)
     serializer.close()
-    with TensorDeserializer(path, device="cpu", lazy_load=True) as deserializer:
-        passed, results = deserializer.verify_module(model)
-        assert passed and [name for name, _ in results] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert_same(read_by_tensorizer(path), {name: tensor.detach() for name, tensor in model.state_dict().items()})
+    # The real tensorizer's answers for the same file and model, before and after a change.
+    with tensorizer.TensorDeserializer(path, device="cpu") as theirs, \
+            TensorDeserializer(path, device="cpu", lazy_load=True) as deserializer:
+        expected = theirs.verify_module(model)
+        assert expected[0] and [name for name, _ in expected[1]] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+        assert answers(deserializer.verify_module(model)) == answers(expected)
         with torch.no_grad():
             model[1].weight.add_(1)
-        passed, results = deserializer.verify_module(model)
-        assert not passed and dict(results) == {"0.weight": True, "0.bias": True, "1.weight": False,
-                                                "1.bias": True}
+        expected = theirs.verify_module(model)
+        assert not expected[0] and dict(expected[1])["1.weight"] is False
+        assert answers(deserializer.verify_module(model)) == answers(expected)
 
 
 def test_passphrase_with_salt_and_cost(tmp_path):
@@ -112,6 +160,8 @@ def test_passphrase_with_salt_and_cost(tmp_path):
     serializer.close()
     with open(path, "rb") as file:
         assert bytes(16) in file.read()  # the salt as given, recorded with the cost
+    # The real tensorizer finds the salt and cost in the file and decrypts with the passphrase.
+    assert_same(read_by_tensorizer(path, encryption=serialization.DecryptionParams.from_string("test")), tensors())
     with TensorDeserializer(path, device="cpu", encryption=DecryptionParams.from_string("test")) as deserializer:
         assert_same(dict(deserializer), tensors())
     with pytest.raises(ValueError, match="16 bytes"):
@@ -129,13 +179,13 @@ def test_errors_name_python_arguments(tmp_path):
 
 
 def test_tensorizers_classes(tmp_path):
-    serialization = pytest.importorskip("tensorizer.serialization")
     encryption = serialization.EncryptionParams.random()
     path = str(tmp_path / "sealed.tensors")
     serializer = TensorSerializer(path, encryption=encryption)
     serializer.write_state_dict(tensors())
     serializer.close()
     decryption = serialization.DecryptionParams.from_key(encryption.key)
+    assert_same(read_by_tensorizer(path, encryption=decryption), tensors())
     with TensorDeserializer(path, device="cpu", encryption=decryption) as deserializer:
         assert_same(dict(deserializer), tensors())
     with pytest.raises(serialization.CryptographyError) as raised:

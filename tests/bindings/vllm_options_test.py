@@ -5,7 +5,9 @@ by their index json, training leftovers left out), and vllm_convert's one file f
 read back equal. Run by pytest from the .venv (Debian's torch), PYTHONPATH=<build>/bindings/python.
 """
 import json
+import logging
 import os
+import sys
 
 import pytest
 import torch
@@ -121,9 +123,27 @@ def test_a_missing_source_is_named(tmp_path):
         weights.check_sources([str(tmp_path / "gone.safetensors"), "http://127.0.0.1:1/x"])
 
 
-def test_register_without_vllm_does_nothing():
-    vllm_loader.register()
-    vllm_loader.register()
+def test_register_without_vllm_does_nothing(monkeypatch, caplog):
+    """Without vLLM's loader interface, register() registers nothing, says why (each time: a
+    later call may find vLLM), returns None and raises nothing. vLLM is hidden here (None in
+    sys.modules makes its import fail) so that this holds under .venv-vllm too, which has it."""
+    for name in [name for name in sys.modules if name == "vllm" or name.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in ("vllm", "vllm.model_executor", "vllm.model_executor.model_loader",
+                 "vllm.model_executor.model_loader.base_loader"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(vllm_loader, "_registered", None)
+    with caplog.at_level(logging.WARNING, logger="ringload.vllm"):
+        assert vllm_loader.register() is None
+        assert vllm_loader.register() is None
+    assert vllm_loader._registered is None
+    warnings = [record for record in caplog.records if record.name == "ringload.vllm"]
+    assert len(warnings) == 2, caplog.text
+    for record in warnings:
+        assert record.levelno == logging.WARNING
+        assert "the load format 'ringload' is not registered" in record.getMessage()
+        assert "not importable" in record.getMessage()
+    assert all(sys.modules[name] is None for name in ("vllm", "vllm.model_executor.model_loader"))
 
 
 def _shards(folder):

@@ -8,8 +8,9 @@ Starts what it can of nginx (HTTP/1.1, h2c, https), moto (S3) and redis-server o
 and torch zip written by `CLI convert`: under nginx's root, as objects of a bucket, and in
 tensorizer's Redis key layout), and runs SOAK on DATA's fixtures plus a --remote for each
 (its local twin giving the expectation) and a missing object of each server as a source that
-must fail ("not found"). A server that is not installed is left out, with the reason printed.
-Exits with the soak's status.
+must fail ("not found"). Every one of the three servers is part of the soak: one that is not
+installed or does not start fails it (exit 1, naming the server and why), rather than leaving a
+file-only soak that passes. Otherwise exits with the soak's status.
 """
 import http.client
 import os
@@ -37,11 +38,12 @@ def put(url, path, body=b""):
 
 
 def start(stack, name, make):
+    """The server, started and stopped with `stack`; one that is missing or does not start ends
+    the soak as failed (the servers already started are stopped on the way out)."""
     try:
         return stack.enter_context(make())
-    except RuntimeError as error:
-        print(f"soak.py: without {name}: {error}", flush=True)
-        return None
+    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+        raise SystemExit(f"soak.py: FAILED: {name} is needed by the network soak and did not start: {error}")
 
 
 def models(cli, data, work):
@@ -59,28 +61,25 @@ def models(cli, data, work):
 def network_arguments(stack, cli, made, root):
     args = []
     web = start(stack, "nginx", lambda: nginx.Nginx(root))
-    if web is not None:
-        for name, path in made.items():
-            args += ["--remote", path, f"{web.http_url}/{name}"]
-        args += ["--http2-remote", made["large_mixed.pt"], f"{web.h2c_url}/large_mixed.pt"]
-        args += ["--http2-remote", made["basic.tensors"], f"{web.h2c_url}/basic.tensors"]
-        args += ["--remote", made["large_mixed.safetensors"], f"{web.https_url}/large_mixed.safetensors"]
-        args += ["--ca-file", web.tls_cert, "--failing-url", f"{web.http_url}/missing.tensors", "not found"]
+    for name, path in made.items():
+        args += ["--remote", path, f"{web.http_url}/{name}"]
+    args += ["--http2-remote", made["large_mixed.pt"], f"{web.h2c_url}/large_mixed.pt"]
+    args += ["--http2-remote", made["basic.tensors"], f"{web.h2c_url}/basic.tensors"]
+    args += ["--remote", made["large_mixed.safetensors"], f"{web.https_url}/large_mixed.safetensors"]
+    args += ["--ca-file", web.tls_cert, "--failing-url", f"{web.http_url}/missing.tensors", "not found"]
     s3 = start(stack, "moto", s3_server.MotoServer)
-    if s3 is not None:
-        put(s3.url, "/models")
-        for name in ("large_mixed.tensors", "large_mixed.safetensors", "checkpoint_misc.pt"):
-            with open(made[name], "rb") as f:
-                put(s3.url, f"/models/{name}", f.read())
-            args += ["--remote", made[name], f"s3://models/{name}"]
-        args += ["--s3-endpoint", s3.url, "--failing-url", "s3://models/missing.safetensors", "not found"]
-        os.environ.update(AWS_ACCESS_KEY_ID="admin", AWS_SECRET_ACCESS_KEY="admin", AWS_REGION="us-east-1")
+    put(s3.url, "/models")
+    for name in ("large_mixed.tensors", "large_mixed.safetensors", "checkpoint_misc.pt"):
+        with open(made[name], "rb") as f:
+            put(s3.url, f"/models/{name}", f.read())
+        args += ["--remote", made[name], f"s3://models/{name}"]
+    args += ["--s3-endpoint", s3.url, "--failing-url", "s3://models/missing.safetensors", "not found"]
+    os.environ.update(AWS_ACCESS_KEY_ID="admin", AWS_SECRET_ACCESS_KEY="admin", AWS_REGION="us-east-1")
     redis = start(stack, "redis-server", redis_server.RedisServer)
-    if redis is not None:
-        uri = redis.uri + "/large_mixed"
-        subprocess.run([cli, "convert", made["large_mixed.tensors"], uri], check=True, capture_output=True,
-                       timeout=300)
-        args += ["--remote", made["large_mixed.tensors"], uri, "--failing-url", redis.uri + "/missing", "not found"]
+    uri = redis.uri + "/large_mixed"
+    subprocess.run([cli, "convert", made["large_mixed.tensors"], uri], check=True, capture_output=True,
+                   timeout=300)
+    args += ["--remote", made["large_mixed.tensors"], uri, "--failing-url", redis.uri + "/missing", "not found"]
     return args
 
 

@@ -393,9 +393,36 @@ NetworkOptions network_options(std::size_t connections, std::size_t streams, dou
     return network;
 }
 
-} // namespace
+// Deserializer.plan_shares: ringload/share_plan.hpp's plan, as nested tuples for _distributed.py.
+nb::tuple share_plan_tuple(PyDeserializer& self, const std::vector<std::size_t>& indices,
+                           std::optional<std::string> dtype, std::uint32_t world_size, bool split_rows,
+                           std::uint64_t round_bytes) {
+    std::optional<DType> wanted_dtype;
+    if (dtype) {
+        wanted_dtype = dtype_from_torch_name(*dtype);
+        if (!wanted_dtype) {
+            throw nb::value_error(("unknown dtype " + *dtype).c_str());
+        }
+    }
+    const SharePlan plan =
+        value_or_throw(plan_shares(self.index(), indices, wanted_dtype, world_size, {split_rows, round_bytes}));
+    nb::list rounds;
+    for (const ShareRound& round : plan.rounds) {
+        nb::list ranks;
+        for (const RankRound& mine : round.ranks) {
+            nb::list pieces;
+            for (const SharePiece& piece : mine.pieces) {
+                pieces.append(nb::make_tuple(piece.position, piece.whole, piece.row_begin, piece.row_end,
+                                             piece.buffer_offset, piece.buffer_length));
+            }
+            ranks.append(nb::make_tuple(mine.begin, mine.end, pieces));
+        }
+        rounds.append(ranks);
+    }
+    return nb::make_tuple(plan.tensor_offsets, plan.total_bytes, rounds);
+}
 
-void bind_deserializer(nb::module_& m) {
+void bind_loaded(nb::module_& m) {
     nb::class_<Loaded>(m, "Loaded", "The tensors of one load; arrays over them keep it alive")
         .def("array", &array_of<nb::pytorch>, nb::arg("k"), nb::arg("raw") = false,
              "Tensor k (in the order asked) as a torch tensor over the same memory (DLPack); raw: its bytes, a "
@@ -426,62 +453,11 @@ void bind_deserializer(nb::module_& m) {
         .def_prop_ro("how", [](const Loaded& loaded) { return loaded.model.how; })
         .def_prop_ro("bytes_read", [](const Loaded& loaded) { return loaded.model.bytes_read; })
         .def("__len__", [](const Loaded& loaded) { return loaded.position_of_k.size(); });
+}
 
-    nb::class_<PyDeserializer>(m, "Deserializer", "An opened tensorizer file or URL (the engine's Deserializer)")
-        .def(
-            "__init__",
-            [](PyDeserializer* self, const std::string& uri, std::optional<nb::bytes> key,
-               std::optional<std::string> passphrase, const std::string& read_mode, const std::string& placement,
-               std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,
-               const std::string& http_version, const std::string& ca_file, bool insecure,
-               const std::string& s3_endpoint, std::size_t range_size) {
-                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), read_mode, placement,
-                                          network_options(connections, streams, timeout, attempts, http_version,
-                                                          ca_file, insecure, s3_endpoint, range_size));
-            },
-            nb::arg("uri"), nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
-            nb::arg("read_mode") = "auto", nb::arg("placement") = "auto", nb::arg("connections") = 8,
-            nb::arg("streams") = 1, nb::arg("timeout") = 30.0, nb::arg("attempts") = 6,
-            nb::arg("http_version") = "auto", nb::arg("ca_file") = "", nb::arg("insecure") = false,
-            nb::arg("s3_endpoint") = "", nb::arg("range_size") = 0)
-        .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
-        .def("tensor_rows", &PyDeserializer::tensor_rows,
-             "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "
-             "module_index, tensor_type), in file order: tensors() without a dict per tensor")
-        .def(
-            "plan_shares",
-            [](PyDeserializer& self, const std::vector<std::size_t>& indices, std::optional<std::string> dtype,
-               std::uint32_t world_size, bool split_rows, std::uint64_t round_bytes) {
-                std::optional<DType> wanted_dtype;
-                if (dtype) {
-                    wanted_dtype = dtype_from_torch_name(*dtype);
-                    if (!wanted_dtype) {
-                        throw nb::value_error(("unknown dtype " + *dtype).c_str());
-                    }
-                }
-                const SharePlan plan = value_or_throw(
-                    plan_shares(self.index(), indices, wanted_dtype, world_size, {split_rows, round_bytes}));
-                nb::list rounds;
-                for (const ShareRound& round : plan.rounds) {
-                    nb::list ranks;
-                    for (const RankRound& mine : round.ranks) {
-                        nb::list pieces;
-                        for (const SharePiece& piece : mine.pieces) {
-                            pieces.append(nb::make_tuple(piece.position, piece.whole, piece.row_begin, piece.row_end,
-                                                         piece.buffer_offset, piece.buffer_length));
-                        }
-                        ranks.append(nb::make_tuple(mine.begin, mine.end, pieces));
-                    }
-                    rounds.append(ranks);
-                }
-                return nb::make_tuple(plan.tensor_offsets, plan.total_bytes, rounds);
-            },
-            nb::arg("indices"), nb::arg("dtype").none(), nb::arg("world_size"), nb::arg("split_rows"),
-            nb::arg("round_bytes"),
-            "ringload/share_plan.hpp's plan for reading `indices` once over `world_size` ranks: (tensor offsets "
-            "in the buffer, buffer bytes, rounds: per rank (begin, end, pieces: (position, whole, row_begin, "
-            "row_end, buffer_offset, buffer_length)))")
-        .def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
+// The index: what the file holds, its format and metadata.
+void bind_index_properties(nb::class_<PyDeserializer>& deserializer) {
+    deserializer.def_prop_ro("data_version", [](PyDeserializer& self) { return self.index().data_version; })
         .def_prop_ro("encrypted", [](PyDeserializer& self) { return self.index().encrypted; })
         .def_prop_ro(
             "source_name", [](PyDeserializer& self) { return self.source_name(); },
@@ -489,15 +465,18 @@ void bind_deserializer(nb::module_& m) {
         .def_prop_ro("total_tensor_bytes", [](PyDeserializer& self) { return self.index().total_tensor_bytes(); })
         // For safe_open: which format read the file, and safetensors' __metadata__ in file order.
         .def_prop_ro("format", [](PyDeserializer& self) { return std::string(self.index().format_name()); })
-        .def_prop_ro(
-            "metadata",
-            [](PyDeserializer& self) {
-                nb::list pairs;
-                for (const auto& [key, value] : self.index().metadata) {
-                    pairs.append(nb::make_tuple(nb::str(key.data(), key.size()), nb::str(value.data(), value.size())));
-                }
-                return pairs;
-            })
+        .def_prop_ro("metadata", [](PyDeserializer& self) {
+            nb::list pairs;
+            for (const auto& [key, value] : self.index().metadata) {
+                pairs.append(nb::make_tuple(nb::str(key.data(), key.size()), nb::str(value.data(), value.size())));
+            }
+            return pairs;
+        });
+}
+
+// load, load_slices, stream, convert_to and close: what a Deserializer does with its tensors.
+void bind_loads(nb::class_<PyDeserializer>& deserializer) {
+    deserializer
         .def("load", &PyDeserializer::load, nb::arg("indices"), nb::arg("device") = "cpu",
              nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false,
              nb::arg("destinations").none() = nb::none(), nb::arg("slot_size") = 0, nb::arg("slot_count") = 0,
@@ -534,6 +513,42 @@ void bind_deserializer(nb::module_& m) {
             nb::arg("contiguous") = true,
             "Starts loading the tensors at `indices` on a thread of its own; the TensorStream returned hands "
             "each over as it lands");
+}
+
+} // namespace
+
+void bind_deserializer(nb::module_& m) {
+    bind_loaded(m);
+    nb::class_<PyDeserializer> deserializer(m, "Deserializer",
+                                            "An opened tensorizer file or URL (the engine's Deserializer)");
+    deserializer
+        .def(
+            "__init__",
+            [](PyDeserializer* self, const std::string& uri, std::optional<nb::bytes> key,
+               std::optional<std::string> passphrase, const std::string& read_mode, const std::string& placement,
+               std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,
+               const std::string& http_version, const std::string& ca_file, bool insecure,
+               const std::string& s3_endpoint, std::size_t range_size) {
+                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), read_mode, placement,
+                                          network_options(connections, streams, timeout, attempts, http_version,
+                                                          ca_file, insecure, s3_endpoint, range_size));
+            },
+            nb::arg("uri"), nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
+            nb::arg("read_mode") = "auto", nb::arg("placement") = "auto", nb::arg("connections") = 8,
+            nb::arg("streams") = 1, nb::arg("timeout") = 30.0, nb::arg("attempts") = 6,
+            nb::arg("http_version") = "auto", nb::arg("ca_file") = "", nb::arg("insecure") = false,
+            nb::arg("s3_endpoint") = "", nb::arg("range_size") = 0)
+        .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
+        .def("tensor_rows", &PyDeserializer::tensor_rows,
+             "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "
+             "module_index, tensor_type), in file order: tensors() without a dict per tensor")
+        .def("plan_shares", &share_plan_tuple, nb::arg("indices"), nb::arg("dtype").none(), nb::arg("world_size"),
+             nb::arg("split_rows"), nb::arg("round_bytes"),
+             "ringload/share_plan.hpp's plan for reading `indices` once over `world_size` ranks: (tensor offsets "
+             "in the buffer, buffer bytes, rounds: per rank (begin, end, pieces: (position, whole, row_begin, "
+             "row_end, buffer_offset, buffer_length)))");
+    bind_index_properties(deserializer);
+    bind_loads(deserializer);
 }
 
 } // namespace ringload::python

@@ -40,6 +40,18 @@ if not dist.is_available() or not dist.is_gloo_available():
 
 DEVICE = os.environ.get("RINGLOAD_DISTRIBUTED_DEVICE", "cpu")
 
+# How ranks start. On the CPU: forked from a fork server that has imported torch, safetensors,
+# tensorizer, ringload and this module once, where "spawn" imported them again in each of the ~30
+# ranks of a run (seconds of CPU each). A rank still begins as a new process of its own: it exits,
+# dies (os._exit) and is killed like a spawned one, and it takes the parent's environment as it is
+# when the rank starts (run_ranks passes it; a forked rank would otherwise have the server's).
+# On CUDA the ranks are spawned: a process forked after CUDA is initialised cannot use CUDA, and
+# while the server itself never touches CUDA (importing torch does not initialise it), nothing here
+# checks that a CUDA build of ringload does not when it is imported; spawning costs time only there.
+START_METHOD = "spawn" if DEVICE == "cuda" else "forkserver"
+PRELOADED = ["torch", "torch.distributed", "safetensors.torch", "tensorizer", "tensorizer.serialization",
+             "ringload", __name__]
+
 
 def rank_device(rank: int) -> str:
     return f"cuda:{rank % torch.cuda.device_count()}" if DEVICE == "cuda" else DEVICE
@@ -106,7 +118,9 @@ def _options(case: dict, rank: int = 0) -> dict:
     return options
 
 
-def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
+def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str, environment: dict):
+    os.environ.clear()  # the parent's environment, as a spawned rank inherits it
+    os.environ.update(environment)
     if case.get("round_bytes"):  # many rounds from a small file
         os.environ["RINGLOAD_GROUP_ROUND_BYTES"] = str(case["round_bytes"])
     if DEVICE == "cuda":
@@ -139,18 +153,45 @@ def _rank_main(rank: int, world: int, init_file: str, case: dict, out_dir: str):
     dist.destroy_process_group()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def rank_starter():
+    """The fork server (started by the first rank) preloads PRELOADED; it stops with this module,
+    which leaves no process behind for the rest of the session."""
+    if START_METHOD != "forkserver":
+        yield
+        return
+    from multiprocessing import forkserver
+    server = forkserver._forkserver  # private: the only handle there is to stop it
+    started_here, previous = server._forkserver_pid is None, server._preload_modules
+    mp.get_context("forkserver").set_forkserver_preload(PRELOADED)
+    try:
+        yield
+    finally:
+        forkserver.set_forkserver_preload(previous)  # for any later user in the session
+        if started_here and hasattr(server, "_stop"):
+            server._stop()  # closes its "alive" pipe and waits for it to exit
+
+
 def run_ranks(world: int, case: dict, timeout: float = 120, every_rank_reports: bool = True) -> list:
-    """Each rank's result (None for a rank that ended without one, where that is allowed)."""
+    """Each rank's result (None for a rank that ended without one, where that is allowed). A rank
+    still running `timeout` seconds after the start fails the test ("a rank hung") and is killed."""
     with tempfile.TemporaryDirectory(prefix="ringload-dist-") as folder:
         init_file = os.path.join(folder, "init")
-        context = mp.get_context("spawn")
-        processes = [context.Process(target=_rank_main, args=(r, world, init_file, case, folder))
+        context = mp.get_context(START_METHOD)
+        processes = [context.Process(target=_rank_main, args=(r, world, init_file, case, folder, dict(os.environ)))
                      for r in range(world)]
-        for process in processes:
-            process.start()
-        for process in processes:
-            process.join(timeout)
-            assert process.exitcode is not None, "a rank hung"
+        try:
+            for process in processes:
+                process.start()
+            deadline = time.monotonic() + timeout
+            for process in processes:
+                process.join(max(0.0, deadline - time.monotonic()))
+                assert process.exitcode is not None, "a rank hung"
+        finally:  # nothing outlives the call, whatever failed
+            for process in processes:
+                if process.is_alive():
+                    process.kill()
+                    process.join()
         results = []
         for r in range(world):
             path = os.path.join(folder, f"rank{r}.json")
@@ -239,7 +280,7 @@ def test_a_rank_that_dies_fails_the_others_within_the_timeout(files):
     for r in (0, 2):
         assert "digests" not in results[r], f"rank {r} returned a model"
         assert "a rank died or stopped answering" in results[r]["error"], results[r]["error"]
-    assert time.monotonic() - started < 90
+    assert time.monotonic() - started < 90  # a hang guard: the collectives' 20 s timeout, with room to spare
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +308,7 @@ def remote_files(files):
 
 @pytest.mark.parametrize("where", ["http", "s3"])
 def test_over_http_and_s3_every_rank_gets_what_one_process_loads(remote_files, files, where, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "admin")  # inherited by the spawned ranks
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "admin")  # run_ranks passes the environment to the ranks
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "admin")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     for fmt in ("safetensors", "torch", "tensorizer"):

@@ -8,14 +8,21 @@ their index json, a torch pytorch_model.bin, a tensorizer file in a folder (made
 by `python -m ringload.vllm_convert`), an encrypted tensorizer file (key file; also made by
 vllm_convert) and a safetensors file made from the .bin by vllm_convert, served by nginx over
 HTTP; the tensorizer file is also put on the moto S3 server. Greedy tokens with
-load_format="ringload" must equal those of vLLM's default loader for each; the OpenAI-compatible
-server started with --load-format ringload must answer a completion with the same tokens; a
-corrupt weights file, a missing one, a checkpoint without one of the model's weights, a wrong key
-and an unknown option must each fail the start with a message naming the file, weight or option. vLLM finds the loader through the dist-info the build
-writes beside the package (its vllm.general_plugins entry point), in every process it spawns.
+load_format="ringload" must equal those of vLLM's default loader for each, and ringload's loader
+must be what loaded them (its log line); the OpenAI-compatible server started with --load-format
+ringload must answer a completion with the same tokens; a corrupt weights file, a missing one, a
+checkpoint without one of the model's weights, a wrong key and an unknown option must each fail
+the start, the error LLM() raises and its traceback naming the file, weight or option. vLLM finds
+the loader through the dist-info the build writes beside the package (its vllm.general_plugins
+entry point), in every process it spawns.
 
-Every LLM() costs 20-40 s here, so the good cases share one child process (one LLM() after the
-other); every child has a timeout. Exit status 77 (skipped, reason printed) where .venv-vllm,
+Every vLLM start costs seconds of imports, so every case, the good ones and then the failing ones,
+runs in one child process, one LLM() after the other, with the engine core and its worker in that
+process (VLLM_ENABLE_V1_MULTIPROCESSING=0: no engine core and worker processes that import vLLM
+and torch again per LLM()); the TP=2 case still runs its two ranks as worker processes. The child
+marks where each case begins in its output, so each case is checked on its own lines. The API
+server runs as a user starts it (its engine core and worker in processes of their own). Every
+child has a timeout. Exit status 77 (skipped, reason printed) where .venv-vllm,
 nginx or moto is missing (scripts/setup.sh makes them).
 """
 import gc
@@ -26,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +45,7 @@ MAX_TOKENS = 12
 GOOD_CASES_TIMEOUT_S = 900
 SERVER_START_TIMEOUT_S = 300
 FAILURE_TIMEOUT_S = 420
+CASE_MARK = "=== vllm_test case: "  # the child's line before each case's output
 failures = []
 
 
@@ -54,13 +63,16 @@ def check(name, ok, detail=""):
 
 # --- child: runs vLLM ----------------------------------------------------------------------
 def run_cases(cases_path, out_path):
-    """One LLM() per case, one after the other; the tokens of each are written as it ends."""
+    """One LLM() per case, one after the other; what each gave (its tokens, or the error it
+    raised, whose traceback is printed as a user sees it) is written as it ends. Exit status 0
+    where every case went as expected (a failing case's LLM() raised, every other one generated)."""
     from vllm import LLM, SamplingParams
     params = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, ignore_eos=True)
     with open(cases_path) as file:
         cases = json.load(file)
-    results, failed = {}, False
+    results, unexpected = {}, False
     for case in cases:
+        print(CASE_MARK + case["name"], flush=True)
         started = time.monotonic()
         parallel = {}
         if case.get("tp", 1) > 1:  # one core per rank (vLLM's automatic binding refuses 2 ranks on 2 cores)
@@ -68,21 +80,23 @@ def run_cases(cases_path, out_path):
             parallel = {"tensor_parallel_size": case["tp"], "distributed_executor_backend": "mp"}
         else:
             os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
+        llm = None
         try:
             llm = LLM(model=case["model"], load_format=case["load_format"], enforce_eager=True, max_model_len=128,
                       dtype="float32", seed=0, model_loader_extra_config=case.get("extra") or {}, **parallel)
-        except Exception as error:  # the next case still runs; a failure case's exit status says it
+            outputs = llm.generate(PROMPTS, params, use_tqdm=False)
+            results[case["name"]] = {"tokens": [list(o.outputs[0].token_ids) for o in outputs],
+                                     "text": [o.outputs[0].text for o in outputs],
+                                     "seconds": round(time.monotonic() - started, 1)}
+            unexpected |= bool(case.get("fails"))
+        except Exception as error:  # the next case still runs
+            traceback.print_exc()
+            sys.stderr.flush()
             results[case["name"]] = {"error": str(error)}
-            failed = True
-            _write(out_path, results)
-            continue
-        outputs = llm.generate(PROMPTS, params, use_tqdm=False)
-        results[case["name"]] = {"tokens": [list(o.outputs[0].token_ids) for o in outputs],
-                                 "text": [o.outputs[0].text for o in outputs],
-                                 "seconds": round(time.monotonic() - started, 1)}
+            unexpected |= not case.get("fails")
         _write(out_path, results)
         _shut_down(llm)
-    return 1 if failed else 0
+    return 1 if unexpected else 0
 
 
 def _write(path, results):
@@ -91,11 +105,16 @@ def _write(path, results):
 
 
 def _shut_down(llm):
-    """Stops the engine core process before the next LLM() starts its own."""
+    """Stops the engine core (and its workers) and undoes what it set up in this process (the
+    distributed group, vLLM's cache of its environment variables, the frozen GC heap), so the
+    next LLM() starts afresh; also after an LLM() that failed part way."""
+    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
     core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
     if core is not None and hasattr(core, "shutdown"):
         core.shutdown()
-    del llm
+    del llm, core
+    cleanup_dist_env_and_memory()
+    os.environ.pop("VLLM_DIST_IDENT", None)  # the CPU worker's, set in this process (vLLM warns of it)
     gc.collect()
 
 
@@ -232,23 +251,54 @@ def check_read_once(nginx, www):
           f"nginx served {total} bytes of ranges for a file of {size} ({size - header} of tensors)")
 
 
-def run_good_cases(work, env, cases):
+def run_child(work, env, cases):
+    """Runs every case in one child (the engine core in that process); returns what each gave
+    and each case's own lines of the child's output (stdout and stderr, in order)."""
     cases_path, out_path = os.path.join(work, "cases.json"), os.path.join(work, "results.json")
+    log_path = os.path.join(work, "child.log")
     with open(cases_path, "w") as file:
         json.dump(cases, file)
+    env = dict(env, VLLM_ENABLE_V1_MULTIPROCESSING="0")
+    timeout = GOOD_CASES_TIMEOUT_S + FAILURE_TIMEOUT_S
     started = time.monotonic()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, __file__, "--child", cases_path, out_path], env=env,
+                                   stdout=log, stderr=subprocess.STDOUT)
     try:
-        out = subprocess.run([sys.executable, __file__, "--child", cases_path, out_path], env=env,
-                             capture_output=True, text=True, timeout=GOOD_CASES_TIMEOUT_S)
-        check("the LLM() child ends well", out.returncode == 0, error_lines(out.stderr))
-    except subprocess.TimeoutExpired as expired:
-        check("the LLM() child ends in time", False, f"still running after {GOOD_CASES_TIMEOUT_S} s: "
-              f"{error_lines((expired.stderr or b'').decode(errors='replace'))}")
+        process.wait(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        from processes import stop_process
+        stop_process(process)
+        timed_out = True
+    with open(log_path, errors="replace") as file:
+        output = file.read()
+    sections, results = split_cases(output), {}
+    if os.path.exists(out_path):
+        with open(out_path) as file:
+            results = json.load(file)
+    if timed_out:
+        check("the LLM() child ends in time", False, f"still running after {timeout} s, in the case "
+              f"{next(reversed(sections), None)!r}: {error_lines(output)}")
+    else:
+        unexpected = [c["name"] for c in cases
+                      if c["name"] not in results or ("error" in results[c["name"]]) != bool(c.get("fails"))]
+        check("the LLM() child ends well (every case as expected)", process.returncode == 0,
+              f"not as expected: {unexpected}\n{error_lines(output)}")
     print(f"     {len(cases)} LLM() in {time.monotonic() - started:.0f} s", flush=True)
-    if not os.path.exists(out_path):
-        return {}
-    with open(out_path) as file:
-        return json.load(file)
+    return results, sections
+
+
+def split_cases(output):
+    """{case name: its lines of the child's output}, from the mark the child prints before each."""
+    sections, current = {}, None
+    for line in output.splitlines():
+        if line.startswith(CASE_MARK):
+            current = line[len(CASE_MARK):]
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    return {name: "\n".join(lines) for name, lines in sections.items()}
 
 
 def check_tokens(results, cases):
@@ -263,6 +313,16 @@ def check_tokens(results, cases):
         if "seconds" in got:
             print(f"     ({got['seconds']} s)", flush=True)
     return reference
+
+
+def check_loaded_by_ringload(sections, cases):
+    """The plugin is what loaded (vLLM found it through the entry point in the child and in the
+    TP=2 case's workers): the loader's line in each ringload case's output, none in the default's."""
+    for case in cases:
+        lines = [line for line in sections.get(case["name"], "").splitlines() if "ringload: weights from" in line]
+        by_ringload = case["load_format"] == "ringload"
+        check(f"{case['name']}: {'loaded by ringload' if by_ringload else 'not loaded by ringload'}",
+              bool(lines) == by_ringload, lines or error_lines(sections.get(case["name"], "not run")))
 
 
 def start_server(env, model, extra, log_path):
@@ -319,56 +379,33 @@ def check_server(work, env, m, reference):
 
 
 def failure_cases(m):
-    """(name, model, extra, what the message must name)."""
+    """Cases whose LLM() must fail, each with what its message must name."""
     missing = os.path.join(m["www"], "no-such-model.safetensors")
-    return [
+    fails = [
         ("a checkpoint without model.norm.weight", m["partial"], None, "model.norm.weight"),
         ("a corrupt (cut) safetensors file", m["corrupt"], None, os.path.join(m["corrupt"], "model.safetensors")),
         ("a missing weights file", m["st1"], {"uri": missing}, missing),
         ("a wrong key", m["st1"], {"uri": m["enc"], "key_file": m["wrong_key"]}, m["enc"]),
         ("an unknown option", m["st1"], {"connection": 4}, "'connection'"),
     ]
+    return [{"name": name, "model": model, "load_format": "ringload", "extra": extra, "fails": True, "names": named}
+            for name, model, extra, named in fails]
 
 
-def start_failure(work, env, k, case):
-    """Starts a child whose only LLM() must fail; its output goes to a file."""
-    name, model, extra, _ = case
-    cases_path, log_path = os.path.join(work, f"failure{k}.json"), os.path.join(work, f"failure{k}.log")
-    with open(cases_path, "w") as file:
-        json.dump([{"name": name, "model": model, "load_format": "ringload", "extra": extra}], file)
-    command = [sys.executable, __file__, "--child", cases_path, os.path.join(work, f"failure{k}.out")]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    return process, log_path
-
-
-def finish_failure(process, log_path, case, deadline):
-    """The start failed, in time, and the output says why, naming the file or option."""
-    from processes import stop_process
-    name, _, _, named = case
-    try:
-        process.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        stop_process(process)
-        check(f"{name}: the start fails in time", False, f"still running after {FAILURE_TIMEOUT_S} s")
-        return
-    with open(log_path, errors="replace") as file:
-        output = file.read()
-    lines = [line for line in output.splitlines() if "ringload" in line and named in line]
-    check(f"{name}: the start fails, naming {named}", process.returncode != 0 and lines, error_lines(output))
-    if lines:
-        print("     " + lines[-1].strip()[:400], flush=True)
-
-
-def check_failures(work, env, m):
-    """The failing starts run side by side (each is mostly vLLM starting up)."""
-    started = time.monotonic()
-    cases = failure_cases(m)
-    running = [start_failure(work, env, k, case) for k, case in enumerate(cases)]
-    deadline = time.monotonic() + FAILURE_TIMEOUT_S
-    for (process, log_path), case in zip(running, cases):
-        finish_failure(process, log_path, case, deadline)
-    print(f"     {len(cases)} failed starts in {time.monotonic() - started:.0f} s", flush=True)
+def check_failures(results, sections, cases):
+    """Each failing start failed (its LLM() raised), and its output (the traceback a user sees)
+    says why, naming the file, weight or option."""
+    for case in cases:
+        name, named = case["name"], case["names"]
+        output = sections.get(name)
+        if output is None:
+            check(f"{name}: the start fails, naming {named}", False, "not run")
+            continue
+        lines = [line for line in output.splitlines() if "ringload" in line and named in line]
+        error = results.get(name, {}).get("error", "")  # what LLM() raised (its engine core is in the child)
+        check(f"{name}: the start fails, naming {named}", named in error and lines, error_lines(output))
+        if lines:
+            print("     " + lines[-1].strip()[:400], flush=True)
 
 
 def run_all(work, python_dir):
@@ -380,11 +417,13 @@ def run_all(work, python_dir):
     os.chmod(os.path.join(m["www"], TP_FILE), 0o644)
     with Nginx(m["www"], access_log=True) as nginx, MotoServer() as s3:
         put_on_s3(s3.url, os.path.join(m["tz"], "model.tensors"), "models", "tiny/model.tensors")
-        cases = good_cases(m, nginx.http_url, s3.url)
-        reference = check_tokens(run_good_cases(work, env, cases), cases)
+        cases, fails = good_cases(m, nginx.http_url, s3.url), failure_cases(m)
+        results, sections = run_child(work, env, cases + fails)
+        reference = check_tokens(results, cases)
+        check_loaded_by_ringload(sections, cases)
         check_read_once(nginx, m["www"])
+        check_failures(results, sections, fails)
     check_server(work, env, m, reference)
-    check_failures(work, env, m)
 
 
 def skip_reason(python_dir):

@@ -22,7 +22,7 @@ read -r -a targets <<< "${FUZZ_TARGETS:-${all_targets[*]}}"
 for target in "${targets[@]}"; do
     [[ " ${all_targets[*]} " == *" $target "* ]] || { echo "fuzz.sh: no target $target (${all_targets[*]})" >&2; exit 2; }
 done
-cmake --preset asan > /dev/null
+cmake --preset asan -DRINGLOAD_FUZZ_IO_O1=ON > /dev/null # campaigns: the network targets on io/ at -O1
 cmake --build --preset asan --target "${targets[@]}"
 work=build/asan/fuzz-campaign
 shared=../shared/fixtures

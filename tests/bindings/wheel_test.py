@@ -53,7 +53,12 @@ def foreign_libraries(path, inside):
     return foreign
 
 
-built = run(os.path.join(REPO, "scripts", "build_wheel.sh"), cwd=REPO, timeout=3600)
+# With the dev build's flags (Debug) unless told otherwise (scripts/test.sh --full: Release, as
+# shipped): its objects then come from ccache, the dev build's, not from a second compile.
+build_type = os.environ.get("RINGLOAD_WHEEL_BUILD_TYPE", "Debug")
+print(f"building the sdist and the wheel ({build_type})", flush=True)
+built = run(os.path.join(REPO, "scripts", "build_wheel.sh"), cwd=REPO, timeout=3600,
+            env={**os.environ, "RINGLOAD_WHEEL_BUILD_TYPE": build_type})
 wheels = [p for p in built.stdout.split() if p.endswith(".whl")]
 sdists = [p for p in built.stdout.split() if p.endswith(".tar.gz")]
 check("scripts/build_wheel.sh builds one sdist, and one wheel from it",

@@ -6,7 +6,7 @@
 #                package's pytest files about torch versions under Debian's torch 1.13 and
 #                PyPI's torch 2.x, the others under torch 2.x); under ASan+UBSan and TSan the
 #                C++ tests, the fuzz smoke and the Python-driven tests of concurrency and parsers
-#                (ctest label `sanitizers`).
+#                (all but the ctest labels `full_under_sanitizers` and `install`).
 #   --full       everything: also the label `full` (the torch 1.13 runs of the other pytest
 #                files), every test of the dev build but the install checks again under
 #                ASan+UBSan and TSan, and the wheel built for release. For a release, and after
@@ -47,7 +47,7 @@ if [ "$tier" = full ]; then
     export RINGLOAD_WHEEL_BUILD_TYPE=Release
 else
     dev_selection=(-LE '^full$')
-    sanitizer_selection=(-L '^sanitizers$')
+    sanitizer_selection=(-LE '^(full|full_under_sanitizers|install)$')
     # The 10-second fuzz smoke runs the network targets on the preset's own io/ (-O0): the -O1
     # copy is a third of the asan build's compile time.
     sanitizer_switches=(-DRINGLOAD_WITH_FUSE=ON -DRINGLOAD_FUZZ_IO_O1=OFF)

@@ -1,5 +1,6 @@
 """Skips, each with its reason, the upstream tests that cannot run here or that test
-tensorizer's internals rather than its API (the test files stay as upstream wrote them), and
+tensorizer's internals rather than its API (the test files stay as upstream wrote them), gives
+test_redis a start_redis that waits for the server as long as a busy machine needs, and
 makes moto importable: test_stream_io.py, which test_serialization.py imports start_redis from,
 imports moto at its top, and moto lives in its own venv (run.py finds it).
 
@@ -37,7 +38,34 @@ class UnreachableEndpoint(metaclass=_IsUnreachableEndpoint):
     """Matches (isinstance) stream_io.open_stream's failure to reach an endpoint, nothing else."""
 
 
+def _patient_start_redis(port=6381):
+    """upstream's start_redis, waiting until the server answers a PING (up to 60 s) instead of
+    for its fifth log line within 1-5 s, which a busy 2-core machine sometimes misses ("Redis
+    server did not start" with the server still starting). Returns what upstream's returns."""
+    import subprocess
+    import time
+
+    import redis
+    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1"],
+                               stdout=subprocess.PIPE)
+    client = redis.Redis(host="localhost", port=port, db=0)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client.ping()
+            return process, client
+        except redis.exceptions.ConnectionError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise Exception(f"Redis server did not start on port {port}")
+            time.sleep(0.1)
+
+
 def pytest_collection_modifyitems(config, items):
+    # test_serialization.py bound upstream's start_redis at import; it uses ours (above).
+    serialization = sys.modules.get("test_serialization")
+    if serialization is not None and hasattr(serialization, "start_redis"):
+        serialization.start_redis = _patient_start_redis
     for item in items:
         if item.name == "test_s3_multiple_readers":
             item.add_marker(pytest.mark.xfail(

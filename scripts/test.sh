@@ -78,7 +78,10 @@ background=$!
 set +m
 echo "=== asan and tsan: configure and build in the background (build/sanitizer-builds.log)"
 
-run_tests dev "${dev_selection[@]}"
+# A failed test phase does not stop the run: the later phases still build and test (every
+# failure is reported, and the times are whole); the run fails at the end.
+failed=()
+run_tests dev "${dev_selection[@]}" || failed+=(dev)
 
 built=0
 phase "asan, tsan: the rest of their builds, after the dev tests" wait "$background" || built=$?
@@ -88,5 +91,9 @@ if [ $built -ne 0 ]; then
     echo "the sanitizer builds failed (build/sanitizer-builds.log)" >&2
     exit 1
 fi
-run_tests asan "${sanitizer_selection[@]}"
-run_tests tsan "${sanitizer_selection[@]}"
+run_tests asan "${sanitizer_selection[@]}" || failed+=(asan)
+run_tests tsan "${sanitizer_selection[@]}" || failed+=(tsan)
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "FAILED: the tests of ${failed[*]} (above)" >&2
+    exit 1
+fi

@@ -41,24 +41,38 @@ class UnreachableEndpoint(metaclass=_IsUnreachableEndpoint):
 def _patient_start_redis(port=6381):
     """upstream's start_redis, waiting until the server answers a PING (up to 60 s) instead of
     for its fifth log line within 1-5 s, which a busy 2-core machine sometimes misses ("Redis
-    server did not start" with the server still starting). Returns what upstream's returns."""
+    server did not start" with the server still starting), and without snapshots. Returns what
+    upstream's returns."""
     import subprocess
     import time
 
     import redis
-    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1"],
+    try:  # upstream's fixed port: a server left on it would answer for ours
+        redis.Redis(host="localhost", port=port, socket_connect_timeout=1).ping()
+    except redis.exceptions.ConnectionError:
+        pass
+    else:
+        raise Exception(f"port {port} already holds a Redis server (left by an earlier run?): stop it first")
+    # No snapshots: with redis' default "save" rules a background save that fails on a busy
+    # machine turns every later write into a MISCONF error; the test needs no persistence.
+    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--stop-writes-on-bgsave-error", "no"],
                                stdout=subprocess.PIPE)
     client = redis.Redis(host="localhost", port=port, db=0)
     deadline = time.monotonic() + 60
     while True:
         try:
             client.ping()
-            return process, client
         except redis.exceptions.ConnectionError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise Exception(f"Redis server did not start on port {port}")
-            time.sleep(0.1)
+            pass
+        else:
+            if process.poll() is None:  # ours answered, not another server on the port
+                return process, client
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise Exception(f"Redis server did not start on port {port} (another server holding the port "
+                            "stops it: upstream's fixed port)")
+        time.sleep(0.1)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -5,9 +5,9 @@
 // counts the issue asks for (a row range is one run, a column slice one per row); and
 // Deserializer::load_slices on a fixture written by the real tensorizer against the bytes its
 // manifest says each tensor has.
+#include "slice_runs.hpp"
 #include "../support/test_support.hpp"
 #include "ringload/engine/hashes.hpp"
-#include "slice_runs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -174,7 +174,8 @@ TEST(LoadSlices, RowSlicesOfAFixtureMatchItsManifest) {
     ASSERT_EQ(opened->index().tensors.size(), expected.size());
     std::vector<SliceRequest> requests;
     for (std::size_t i = 0; i < expected.size(); ++i) {
-        ASSERT_EQ(testing::hex_of(opened->index().tensors[i].name), expected[i]["serialized_name_hex"].get<std::string>())
+        ASSERT_EQ(testing::hex_of(opened->index().tensors[i].name),
+                  expected[i]["serialized_name_hex"].get<std::string>())
             << "tensor " << i << " in the file's order";
         const auto shape = expected[i]["shape"].get<std::vector<std::uint64_t>>();
         SliceRequest request{i, {}};

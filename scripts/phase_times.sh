@@ -22,7 +22,7 @@ phase() {
 print_phase_times() {
     local total=$(($(date +%s) - phase_run_started)) warn_minutes=${RINGLOAD_TEST_WARN_MINUTES:-45}
     echo
-    echo "=== time per phase (a phase marked 'beside' ran at the same time as the one before it)"
+    echo "=== time per phase (those marked 'background' ran at the same time as the dev tests)"
     cat "$phase_file"
     printf '%7d s  %s\n' "$total" "the whole run ($((total / 60)) min)"
     if [ "$total" -gt $((warn_minutes * 60)) ]; then

@@ -65,8 +65,11 @@ LOADERS = {
     "default": {"load_format": "safetensors"},
     "prefetch": {"load_format": "safetensors", "safetensors_load_strategy": "prefetch"},
     "ringload": {"load_format": "ringload"},
+    # Before the tensors were read into the parameters: into memory of ringload's own, then copied.
+    "ringload_arena": {"load_format": "ringload", "model_loader_extra_config": {"into_parameters": False}},
     # The tensors left in the file's pages (Placement::mapped_file), as vLLM's default loader's are.
-    "ringload_mapped": {"load_format": "ringload", "model_loader_extra_config": {"placement": "mapped"}},
+    "ringload_mapped": {"load_format": "ringload",
+                        "model_loader_extra_config": {"placement": "mapped", "into_parameters": False}},
     "runai_streamer": {"load_format": "runai_streamer"},
     # model_loader_extra_config (the file written by write_tensorized) is filled in by main.
     "tensorizer": {"load_format": "tensorizer"},
@@ -97,6 +100,27 @@ def tensorize(model, model_config, path):
     # The marker (a meta parameter) is for the file only; this start goes on to serve the model.
     del model.vllm_tensorized_marker
 
+def prepare_page_cache():
+    """Cold: every file's pages dropped. Hot: the weights read once, so they are all cached."""
+    os.sync()
+    if os.environ.get("RINGLOAD_BENCH_CACHE") == "hot":
+        for path in os.environ["RINGLOAD_BENCH_FILES"].split(os.pathsep):
+            with open(path, "rb") as f:
+                while f.read(16 << 20):
+                    pass
+        return
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+def peak_rss():
+    """The process's peak resident memory so far (VmHWM), bytes: with the engine core and the
+    worker in this process, the load's peak unless generation later goes higher."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
+
 def register():
     from vllm.model_executor.model_loader.base_loader import BaseModelLoader
     from vllm.model_executor.model_loader.tensorizer_loader import TensorizerLoader
@@ -109,26 +133,29 @@ def register():
 
         def timed(loader, model, model_config):
             tensorize_to = os.environ.get("RINGLOAD_BENCH_TENSORIZE")
-            os.sync()
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
             start = time.perf_counter()
             result = inner(loader, model, model_config)
-            seconds = time.perf_counter() - start
+            timings["load_weights"] = time.perf_counter() - start
             if tensorize_to:
                 # Before process_weights_after_loading: on the CPU it leaves the linear weights
                 # empty (oneDNN holds them), so a model serialized after it cannot be loaded again.
                 tensorize(model, model_config, tensorize_to)
-                return result
-            with open(os.environ["RINGLOAD_BENCH_TIMES"], "a") as f:
-                f.write(json.dumps({"loader": type(loader).__name__, "seconds": seconds}) + "\n")
             return result
 
+        timings = {}
+        prepare_page_cache()
         self.load_weights = types.MethodType(timed, self)
+        start = time.perf_counter()
         try:
             return original(self, *args, **kwargs)
         finally:
+            # The whole load_model: parameters made, weights loaded, processed after loading.
+            timings["load_model"] = time.perf_counter() - start
             del self.load_weights
+            if not os.environ.get("RINGLOAD_BENCH_TENSORIZE"):
+                with open(os.environ["RINGLOAD_BENCH_TIMES"], "a") as f:
+                    f.write(json.dumps({"loader": type(self).__name__, "seconds": timings["load_model"],
+                                        "load_weights": timings.get("load_weights"), "peak_rss": peak_rss()}) + "\n")
 
     BaseModelLoader.load_model = load_model
 
@@ -189,9 +216,13 @@ if __name__ == "__main__":
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default="/tmp/ringload-vllm-bench")
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--loaders", default=",".join(LOADERS))
     parser.add_argument("--ringload", default=os.path.join(ROOT, "build", "release", "bindings", "cli", "ringload"))
+    parser.add_argument("--cache", choices=("cold", "hot"), default="cold",
+                        help="the page cache before each load: dropped (cold) or holding the weights (hot)")
+    parser.add_argument("--cpus", default="",
+                        help="CPUs to bind vLLM to (taskset and VLLM_CPU_OMP_THREADS_BIND), e.g. 0 for one core")
     return parser.parse_args()
 
 
@@ -235,11 +266,18 @@ def run_one(args, folder, name, timer, times_file, tensorize_to=None):
     env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_CACHE_ROOT=os.path.join(scratch, "vllm"),
                HF_HOME=os.path.join(scratch, "hf"), XDG_CACHE_HOME=scratch, RINGLOAD_BENCH_TIMES=times_file,
-               PYTHONPATH=os.pathsep.join([timer] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+               PYTHONPATH=os.pathsep.join([timer] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+               # The worker in this process: its peak RSS is the process's.
+               VLLM_ENABLE_V1_MULTIPROCESSING="0", RINGLOAD_BENCH_CACHE=args.cache,
+               RINGLOAD_BENCH_FILES=os.pathsep.join(weight_files(folder, name)))
+    bind = []
+    if args.cpus:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = args.cpus
+        bind = ["taskset", "-c", args.cpus]
     if tensorize_to:
         env["RINGLOAD_BENCH_TENSORIZE"] = tensorize_to
     before = open(times_file).read().count("\n") if os.path.exists(times_file) else 0
-    done = subprocess.run([sys.executable, "-c", CHILD, folder, json.dumps(LOADERS[name])], env=env,
+    done = subprocess.run(bind + [sys.executable, "-c", CHILD, folder, json.dumps(LOADERS[name])], env=env,
                           capture_output=True, text=True, timeout=900)
     tokens = [line for line in done.stdout.splitlines() if line.startswith("TOKENS ")]
     if done.returncode != 0 or not tokens:
@@ -250,7 +288,15 @@ def run_one(args, folder, name, timer, times_file, tensorize_to=None):
     if len(lines) != (0 if tensorize_to else 1):
         raise SystemExit(f"vllm_load: {name}: expected {0 if tensorize_to else 1} timed load_weights, "
                          f"found {len(lines)}")
-    return (None if tensorize_to else json.loads(lines[0])["seconds"]), tokens
+    return (None if tensorize_to else json.loads(lines[0])), tokens
+
+
+def weight_files(folder, name):
+    """The files the loader reads (for a hot page cache)."""
+    extra = LOADERS[name].get("model_loader_extra_config") or {}
+    if "tensorizer_uri" in extra:
+        return [extra["tensorizer_uri"]]
+    return [os.path.join(folder, "model.safetensors")]
 
 
 def write_tensorized(args, folder, timer, times_file):
@@ -293,7 +339,7 @@ def main():
         raise SystemExit(f"vllm_load: unknown loader(s) {','.join(unknown)}; known: {','.join(LOADERS)}")
     NOT_RUN.update(not_run(names))
     names = [name for name in names if name not in NOT_RUN]
-    seconds = {name: [] for name in names}
+    timings = {name: [] for name in names}
     reference = None
     tensorized = None
     if "tensorizer" in names:
@@ -309,21 +355,28 @@ def main():
             reference = reference or tokens
             if tokens != reference:
                 raise SystemExit(f"vllm_load: {name} gave tokens {tokens}, the first run {reference}")
-            seconds[name].append(taken)
-            print(f"{name:14} {taken:.2f} s  tokens {tokens}", flush=True)
+            timings[name].append(taken)
+            print(f"{name:14} load_model {taken['seconds']:.2f} s, load_weights {taken['load_weights']:.2f} s, "
+                  f"peak RSS {taken['peak_rss'] / 2**20:.0f} MiB  tokens {tokens}", flush=True)
     size = os.path.getsize(os.path.join(folder, "model.safetensors"))
-    print(f"\nllama-1b float32, {size / 1e9:.2f} GB, vLLM {vllm_version()} on the CPU, cold page cache, "
-          f"load_weights timed in the worker, {args.runs} runs each")
+    print(f"\nllama-1b float32, {size / 1e9:.2f} GB, vLLM {vllm_version()} on the CPU "
+          f"({'CPUs ' + args.cpus if args.cpus else 'all CPUs'}), {args.cache} page cache, the whole load_model "
+          f"timed in the worker (load_weights within it), {args.runs} runs each")
     if tensorized:
         print(f"tensorizer: its own file, {os.path.getsize(tensorized) / 1e9:.2f} GB, written by vLLM's "
               f"serializer; its load_weights (header read + deserialize_tensorizer_model + requires_grad off) "
               f"is timed, under the CPU fixes (BaseModelLoader.load_model and two more; see the docstring)")
     print()
-    print("| loader | seconds (median [min-max]) |")
-    print("|---|---|")
+    print("| loader | load_model s (median [min-max]) | / default | load_weights s | peak RSS MiB |")
+    print("|---|---|---|---|---|")
+    base = statistics.median(t["seconds"] for t in timings["default"]) if timings.get("default") else None
     for name in names:
-        runs = seconds[name]
-        print(f"| {name} | {statistics.median(runs):.2f} [{min(runs):.2f}-{max(runs):.2f}] |")
+        runs = [t["seconds"] for t in timings[name]]
+        median = statistics.median(runs)
+        ratio = f"{median / base:.2f}" if base else "-"
+        inner = statistics.median(t["load_weights"] for t in timings[name])
+        rss = statistics.median(t["peak_rss"] for t in timings[name]) / 2**20
+        print(f"| {name} | {median:.2f} [{min(runs):.2f}-{max(runs):.2f}] | {ratio} | {inner:.2f} | {rss:.0f} |")
     for name, why in NOT_RUN.items():
         print(f"| {name} | not run: {why} |")
 

@@ -215,6 +215,60 @@ TEST(LoadSlices, RowSlicesOfAFixtureMatchItsManifest) {
     EXPECT_LT(sliced->bytes_read, whole->bytes_read);
 }
 
+// SliceRequest::destination: each slice (a column cut of every tensor) is read straight into
+// the caller's memory, between guard bytes that must stay as they were; the result's tensors
+// point there, and the bytes equal the same cut of what tensorizer wrote.
+TEST(LoadSlices, ColumnSlicesIntoCallerMemory) {
+    const std::filesystem::path path = testing::tensorizer_dir() / "large_mixed_v2.tensors";
+    const nlohmann::json manifest = testing::read_json(path.string() + ".json");
+    const std::vector<std::byte> file = testing::read_file(path);
+    auto opened = Deserializer::open(path.string());
+    ASSERT_TRUE(opened.has_value()) << opened.error().message();
+    const nlohmann::json& expected = manifest["tensors"];
+    constexpr std::size_t guard = 64;
+    constexpr std::byte guard_byte{0xA5};
+    std::vector<SliceRequest> requests;
+    std::vector<std::vector<std::byte>> expected_cuts;
+    std::vector<std::vector<std::byte>> buffers;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        const auto shape = expected[i]["shape"].get<std::vector<std::uint64_t>>();
+        SliceRequest request{i, {}};
+        for (std::size_t k = 0; k < shape.size(); ++k) {
+            request.ranges.push_back({k + 1 == shape.size() ? shape[k] / 2 : 0, shape[k]});
+        }
+        const auto itemsize = expected[i]["itemsize"].get<std::size_t>();
+        const std::span<const std::byte> stored(file.data() + expected[i]["data_offset"].get<std::uint64_t>(),
+                                                expected[i]["byte_length"].get<std::uint64_t>());
+        std::uint64_t elements = 1;
+        for (const auto extent : slice_shape(request.ranges)) {
+            elements *= extent;
+        }
+        std::vector<std::byte> cut(elements * itemsize);
+        copy_runs(cut.data(), stored.data(), slice_element_runs(c_strides(shape), 0, request.ranges), itemsize);
+        expected_cuts.push_back(std::move(cut));
+        buffers.emplace_back(guard + elements * itemsize + guard, guard_byte);
+        requests.push_back(std::move(request));
+    }
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+        requests[r].destination = buffers[r].data() + guard;
+    }
+    auto sliced = opened->load_slices(requests);
+    ASSERT_TRUE(sliced.has_value()) << sliced.error().message();
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+        const std::string name = expected[r]["serialized_name_hex"].get<std::string>();
+        const auto& buffer = buffers[r];
+        EXPECT_EQ(sliced->tensors[r].bytes.data(), buffer.data() + guard) << name << ": the result points at it";
+        EXPECT_TRUE(std::equal(expected_cuts[r].begin(), expected_cuts[r].end(), buffer.begin() + guard)) << name;
+        EXPECT_TRUE(std::all_of(buffer.begin(), buffer.begin() + guard, [&](std::byte b) { return b == guard_byte; }))
+            << name << ": bytes before the destination written";
+        EXPECT_TRUE(std::all_of(buffer.end() - guard, buffer.end(), [&](std::byte b) { return b == guard_byte; }))
+            << name << ": bytes after the destination written";
+    }
+    LoadOptions on_device;
+    on_device.device = "cuda:0";
+    EXPECT_FALSE(opened->load_slices(requests, on_device).has_value()) << "caller memory is host memory";
+}
+
 TEST(LoadSlices, ABadRequestNamesTheFileAndTensor) {
     const std::string path = std::string(RINGLOAD_TEST_DATA_DIR) + "/tensorizer/large_mixed_v2.tensors";
     auto opened = Deserializer::open(path);

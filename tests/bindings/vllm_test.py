@@ -9,7 +9,9 @@ by `python -m ringload.vllm_convert`), an encrypted tensorizer file (key file; a
 vllm_convert) and a safetensors file made from the .bin by vllm_convert, served by nginx over
 HTTP; the tensorizer file is also put on the moto S3 server. Greedy tokens with
 load_format="ringload" must equal those of vLLM's default loader for each, and ringload's loader
-must be what loaded them (its log line); the OpenAI-compatible server started with --load-format
+must be what loaded them (its log line), every tensor read straight into vLLM's parameters
+where no read-once group streams them (its report: nothing handed over; TP=2 with read_once
+off, each rank its own rows and columns); the OpenAI-compatible server started with --load-format
 ringload must answer a completion with the same tokens; a corrupt weights file, a missing one, a
 checkpoint without one of the model's weights, a wrong key and an unknown option must each fail
 the start, the error LLM() raises and its traceback naming the file, weight or option. vLLM finds
@@ -226,6 +228,9 @@ def good_cases(m, http_url, s3_url):
         # of this URL's ranges must add up to the file once, not twice (check_read_once).
         {"name": "ringload safetensors over HTTP, TP=2, read once", "model": m["st1"], "load_format": ringload,
          "extra": {"uri": http_url + "/" + TP_FILE, "connections": 2}, "tp": 2},
+        # Each rank reads its own rows and columns straight into its parameters (read_once off).
+        {"name": "ringload safetensors, TP=2, into each rank's parameters", "model": m["st1"],
+         "load_format": ringload, "extra": {"read_once": False}, "tp": 2},
     ]
 
 
@@ -325,6 +330,26 @@ def check_loaded_by_ringload(sections, cases):
               bool(lines) == by_ringload, lines or error_lines(sections.get(case["name"], "not run")))
 
 
+INTO_PARAMETERS = "read straight into the parameters"
+
+
+def check_into_parameters(sections, cases):
+    """On the CPU without read-once groups every tensor of the tiny Llama goes straight into its
+    parameters (vLLM's Llama loaders only narrow and copy): the loader's report says so, with
+    nothing handed over; with the streamed path (TP=2 reading once) there is no such report."""
+    for case in cases:
+        if case["load_format"] != "ringload" or case.get("fails"):
+            continue
+        lines = [line for line in sections.get(case["name"], "").splitlines() if INTO_PARAMETERS in line]
+        streamed = case.get("tp", 1) > 1 and (case.get("extra") or {}).get("read_once", True)
+        if streamed:
+            check(f"{case['name']}: streamed (read once), not into the parameters", not lines, lines)
+            continue
+        handed_nothing = [line for line in lines if "0.0 MB of 0 handed" in line]
+        check(f"{case['name']}: every tensor read straight into the parameters", len(handed_nothing) == len(lines)
+              and len(lines) == case.get("tp", 1), lines or error_lines(sections.get(case["name"], "not run")))
+
+
 def start_server(env, model, extra, log_path):
     from processes import free_port
     port = free_port()
@@ -421,6 +446,7 @@ def run_all(work, python_dir):
         results, sections = run_child(work, env, cases + fails)
         reference = check_tokens(results, cases)
         check_loaded_by_ringload(sections, cases)
+        check_into_parameters(sections, cases)
         check_read_once(nginx, m["www"])
         check_failures(results, sections, fails)
     check_server(work, env, m, reference)

@@ -50,7 +50,8 @@ struct SlicePlace {
     DType stored = DType::uint8;
     DType loaded = DType::uint8;
     bool converts = false;
-    std::size_t out_offset = 0; // in the result arena
+    std::byte* given = nullptr; // SliceRequest::destination
+    std::size_t out_offset = 0; // in the result arena, where not given
     std::size_t raw_offset = 0; // converting requests: their stored bytes in the raw scratch
 };
 
@@ -83,16 +84,24 @@ Result<SliceLayout> plan_slices(const Index& index, std::span<const SliceRequest
             place.raw_offset = layout.raw_bytes;
             layout.raw_bytes = align_tensor_offset(layout.raw_bytes + place.numel * itemsize(place.stored));
         }
-        place.out_offset = layout.out_bytes;
-        layout.out_bytes = align_tensor_offset(layout.out_bytes + place.numel * itemsize(place.loaded));
+        place.given = request.destination;
+        if (place.given == nullptr) {
+            place.out_offset = layout.out_bytes;
+            layout.out_bytes = align_tensor_offset(layout.out_bytes + place.numel * itemsize(place.loaded));
+        }
         layout.places.push_back(std::move(place));
     }
     return layout;
 }
 
+// Where a request's loaded bytes go: the caller's memory, else the result arena.
+std::byte* output_of(const SlicePlace& place, std::byte* out) {
+    return place.given != nullptr ? place.given : out + place.out_offset;
+}
+
 // Where a request's stored bytes go: the raw scratch when it converts, else its output.
 std::byte* stored_destination(const SlicePlace& place, std::byte* out, std::byte* raw) {
-    return place.converts ? raw + place.raw_offset : out + place.out_offset;
+    return place.converts ? raw + place.raw_offset : output_of(place, out);
 }
 
 // A stretch of source bytes and where it goes.
@@ -224,9 +233,22 @@ void fill_slices(LoadedModel& model, const Index& index, std::span<const SliceRe
         info.strides.clear();
         info.storage_index.reset();
         info.storage_offset = 0;
-        model.tensors.push_back({info, {memory + place.out_offset, info.byte_length}, {}});
+        model.tensors.push_back({info, {output_of(place, memory), info.byte_length}, {}});
         model.bytes += info.byte_length;
     }
+}
+
+// Slices read straight into caller memory are host memory: the device path cuts on the host
+// and uploads into a block of its own.
+Result<void> check_no_destinations(std::span<const SliceRequest> requests, const std::string& device,
+                                   const std::string& source) {
+    for (const auto& request : requests) {
+        if (request.destination != nullptr) {
+            return fail(errc::invalid_argument, source + ": slices with destinations are read on the CPU only, not " +
+                                                    "on " + device + " (load them without, or into host memory)");
+        }
+    }
+    return {};
 }
 
 // The helpers below that need the deserializer's state take its Impl as a template parameter:
@@ -324,6 +346,7 @@ Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requ
     const Index& index = impl_->index;
     RL_TRY(layout, plan_slices(index, requests, options, impl_->source_name()));
     if (ordinal != gpu::cpu_ordinal) { // a device that cannot be used fails before anything is read
+        RL_TRY_VOID(check_no_destinations(requests, options.device, impl_->source_name()));
         RL_TRY(ring, impl_->ring_for(options));
         RL_TRY_VOID(impl_->link_for(ordinal, *ring));
     }
@@ -341,8 +364,8 @@ Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requ
     std::vector<ConversionJob> conversions;
     for (const auto& place : layout.places) {
         if (place.converts) {
-            add_conversion_jobs(conversions, arena->data() + place.out_offset, place.loaded,
-                                raw_base + place.raw_offset, place.stored, place.numel);
+            add_conversion_jobs(conversions, output_of(place, arena->data()), place.loaded, raw_base + place.raw_offset,
+                                place.stored, place.numel);
         }
     }
     pool.parallel_for(conversions.size(), [&](std::size_t k) { conversions[k].run(); });

@@ -43,8 +43,8 @@ def _uris(value) -> bool:
     return isinstance(value, list) and value != [] and all(_text(item) for item in value)
 
 
-# name -> (check, what it must be); everything but uri, key_file, passphrase_file and
-# read_once goes to stream_tensors (TensorDeserializer's keyword arguments) under the same name.
+# name -> (check, what it must be); everything but uri, key_file, passphrase_file, read_once and
+# into_parameters goes to stream_tensors (TensorDeserializer's keyword arguments) under the same name.
 OPTIONS = {
     "uri": (_uris, "a path or URL (file, http(s)://, s3://, redis://), or a list of them"),
     "verify_hash": (lambda v: isinstance(v, bool), "true or false"),
@@ -66,6 +66,8 @@ OPTIONS = {
     "threads": (_non_negative_int, "an integer (0: one per core)"),
     "read_once": (lambda v: isinstance(v, bool), "true or false (default true: with tensor parallelism, the "
                   "ranks split the reading and share the bytes over their group)"),
+    "into_parameters": (lambda v: isinstance(v, bool), "true or false (default true: on the CPU, each tensor is "
+                        "read straight into the parameters the model's load_weights would copy it to)"),
 }
 
 
@@ -76,6 +78,7 @@ class LoaderOptions:
     uris: List[str] = field(default_factory=list)
     stream_kwargs: dict = field(default_factory=dict)
     read_once: bool = True
+    into_parameters: bool = True
 
 
 def parse_options(extra_config) -> LoaderOptions:
@@ -98,7 +101,8 @@ def parse_options(extra_config) -> LoaderOptions:
         raise ValueError("ringload: give key_file or passphrase_file in model_loader_extra_config, not both")
     uris = config.pop("uri", [])
     options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris),
-                            read_once=config.pop("read_once", True))
+                            read_once=config.pop("read_once", True),
+                            into_parameters=config.pop("into_parameters", True))
     encryption = _decryption(config.pop("key_file", None), config.pop("passphrase_file", None))
     if encryption is not None:
         config["encryption"] = encryption

@@ -11,10 +11,14 @@ core, each worker); nothing else is needed. The weights come from the model fold
 (safetensors, one file or shards with or without model.safetensors.index.json; a tensorizer
 *.tensors file; torch pytorch_model*.bin or *.pt) or from `uri` in the extra config (a path,
 http(s)://, s3:// or redis:// URL, or a list of them); MODEL_DIR still gives config.json and
-the tokenizer. Tensors are handed to the model's load_weights as they land
-(ringload.stream_tensors), on the device vLLM built the model on (CPU or CUDA), so reading
-overlaps vLLM's own work. With tensor parallelism the ranks read the checkpoint once between
-them (ringload's process_group=, over vLLM's own TP group; "read_once": false turns it off).
+the tokenizer. On the CPU each tensor is read straight into the parameters the model's
+load_weights would copy it to (ringload/_parameter_plan.py learns where from load_weights
+itself, run over stand-ins; tensors a weight loader computes with are handed to it as today;
+"into_parameters": false turns it off). On a GPU tensors are handed to load_weights as they
+land (ringload.stream_tensors), on the device vLLM built the model on, so reading overlaps
+vLLM's own work. With tensor parallelism the ranks read the checkpoint once between them
+(ringload's process_group=, over vLLM's own TP group; "read_once": false turns it off and,
+on the CPU, each rank reads its own rows and columns into its parameters).
 The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash, key_file or
 passphrase_file, the network ones, the ring's; an unknown one is refused.
 
@@ -84,17 +88,36 @@ def _loader_class(base):
             sources = self.sources(model_config)
             check_sources(sources)
             device = _device_of(model)
-            stream_kwargs = dict(self.options.stream_kwargs)
-            group = _tensor_parallel_group(device) if self.options.read_once else None
-            if group is not None:
-                stream_kwargs["process_group"] = group
             started = time.perf_counter()
-            loaded = model.load_weights(stream_weights(sources, device, stream_kwargs))
+            group = _tensor_parallel_group(device) if self.options.read_once else None
+            if device == "cpu" and self.options.into_parameters and group is None:
+                loaded = self._into_parameters(model, sources)
+            else:
+                loaded = self._streamed(model, sources, device, group)
             # The CPUs this process may use: vLLM's CPU worker binds itself to its OpenMP cores, and
             # the engine's threads (started here) inherit that.
             _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
                               device, time.perf_counter() - started, len(os.sched_getaffinity(0)))
             _check_all_loaded(self, model, model_config, loaded, sources)
+
+        def _into_parameters(self, model, sources):
+            """Each tensor read straight into the parameters load_weights would copy it to (the
+            plan is learned from load_weights itself; with tensor parallelism and read_once
+            false, each rank reads its own rows and columns); what the model's loaders compute
+            with is handed over."""
+            from ._parameter_load import load_into_parameters
+            report = load_into_parameters(sources, model.load_weights, self.options.stream_kwargs)
+            _vllm_logger.info("ringload: %s", report.summary())
+            return report.loaded
+
+        def _streamed(self, model, sources, device, group):
+            """(name, tensor) pairs into load_weights as they land (on a GPU: in device memory
+            of their own, which the weight loaders copy from; with tensor parallelism and
+            read_once, each rank reads a share and the group moves the bytes)."""
+            stream_kwargs = dict(self.options.stream_kwargs)
+            if group is not None:
+                stream_kwargs["process_group"] = group
+            return model.load_weights(stream_weights(sources, device, stream_kwargs))
 
     return RingloadModelLoader
 

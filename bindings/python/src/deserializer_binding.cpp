@@ -310,19 +310,27 @@ public:
     }
 
     // Slices of tensors, all read in one pass (Deserializer::load_slices): requests are
-    // (tensor index, [(start, stop) per dimension]); tensor k of the result is request k.
+    // (tensor index, [(start, stop) per dimension]); tensor k of the result is request k;
+    // destinations (one per request, 0 for none): host addresses the slices are read into.
     std::shared_ptr<Loaded> load_slices(
         const std::vector<std::pair<std::size_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>>& requests,
         const std::string& device, std::optional<std::string> dtype, bool verify, std::size_t slot_size,
-        std::uint32_t slot_count, std::size_t threads, std::optional<std::uint64_t> merge_gap) {
+        std::uint32_t slot_count, std::size_t threads, std::optional<std::uint64_t> merge_gap,
+        const std::optional<std::vector<std::uintptr_t>>& destinations) {
         opened();
+        if (destinations && destinations->size() != requests.size()) {
+            throw nb::value_error("load_slices: one destination per request (0 for none)");
+        }
         const std::shared_ptr<Deserializer> kept = inner_;
         std::vector<SliceRequest> slices;
         slices.reserve(requests.size());
-        for (const auto& [index, ranges] : requests) {
-            SliceRequest request{index, {}};
-            for (const auto& [start, stop] : ranges) {
+        for (std::size_t k = 0; k < requests.size(); ++k) {
+            SliceRequest request{requests[k].first, {}};
+            for (const auto& [start, stop] : requests[k].second) {
                 request.ranges.push_back({start, stop});
+            }
+            if (destinations) {
+                request.destination = reinterpret_cast<std::byte*>((*destinations)[k]);
             }
             slices.push_back(std::move(request));
         }
@@ -487,9 +495,11 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
         .def("load_slices", &PyDeserializer::load_slices, nb::arg("requests"), nb::arg("device") = "cpu",
              nb::arg("dtype").none() = nb::none(), nb::arg("verify") = false, nb::arg("slot_size") = 0,
              nb::arg("slot_count") = 0, nb::arg("threads") = 0, nb::arg("merge_gap").none() = nb::none(),
+             nb::arg("destinations").none() = nb::none(),
              "Reads slices: requests are (tensor index, [(start, stop) per dimension]), all in one pass (GIL "
              "released); tensor k of the result is request k; merge_gap: gaps up to this many bytes are read "
-             "through (None: automatic)")
+             "through (None: automatic); destinations: per request a host address to read the slice into "
+             "(C order, as loaded), 0 for the result's own memory")
         .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
              nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
              nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("salt").none() = nb::none(),

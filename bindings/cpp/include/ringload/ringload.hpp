@@ -199,6 +199,10 @@ struct SliceRange {
 struct SliceRequest {
     std::size_t tensor_index = 0; // into Index::tensors
     std::vector<SliceRange> ranges;
+    // Host memory for the slice's bytes as loaded (C order, LoadOptions::dtype applied), owned by
+    // the caller, e.g. a parameter's rows: the runs are read straight there and the result's
+    // tensor points at it. Null: the result's arena. CPU loads only (a device load with one fails).
+    std::byte* destination = nullptr;
 };
 
 // How load_slices plans its reads.

@@ -1,0 +1,215 @@
+"""tests/bindings/parameter_load_test.py: reading a checkpoint straight into a model's parameters
+(ringload._parameter_plan, ringload._parameter_load), with torch only (the real vLLM case is in
+vllm_test.py).
+
+A small model with the loading code servers have (vLLM's shapes): q/k/v fused into one
+parameter by narrow + copy_, a row-parallel weight (rank 1 of 2: a column cut), an embedding
+with padding rows filled after the copy, a default loader, a loader that computes (w + 1), one
+that permutes its destination in place after the copy, one that needs a value (.item()), and a
+buffer of another dtype (a floating conversion on the way). Each checkpoint is written by an
+independent writer (PyPI safetensors, torch.save) and by ringload's tensorizer writer; the
+reference is the same model loaded by the same load_weights from the tensors as safetensors'
+own load_file gives them. Checked: every parameter equals the reference, no parameter's storage
+was replaced (same data_ptr), the loaders that compute were handed real tensors (and only
+those), and each byte of the tensors read was read once.
+
+Run by ctest (test `parameter_load`) with PYTHONPATH at <build>/bindings/python.
+"""
+import os
+import sys
+
+import pytest
+import safetensors.torch as safetensors_torch
+import torch
+
+from ringload._parameter_load import load_into_parameters
+from ringload._parameter_plan import box_of, learn_plan
+
+HIDDEN, HEADS_DIM, VOCAB, PADDED_VOCAB, FFN = 64, 16, 50, 56, 96
+
+
+def checkpoint_tensors():
+    generator = torch.Generator().manual_seed(7)
+
+    def random(*shape, dtype=torch.float32):
+        return torch.randn(*shape, generator=generator).to(dtype)
+
+    return {
+        "embed.weight": random(VOCAB, HIDDEN),
+        "q.weight": random(HEADS_DIM, HIDDEN),
+        "k.weight": random(HEADS_DIM, HIDDEN),
+        "v.weight": random(HEADS_DIM, HIDDEN),
+        "down.weight": random(HIDDEN, FFN),
+        "norm.weight": random(HIDDEN),
+        "rotary.weight": random(8, 4),
+        "scale": random(1),
+        "mixed.weight": random(12, 3, dtype=torch.bfloat16),
+        "unused.weight": random(5, 5),
+    }
+
+
+class ServerLikeModel(torch.nn.Module):
+    """Parameters as a tensor-parallel server allocates them (rank 1 of 2 for `down`), and a
+    load_weights that copies as vLLM's weight loaders do."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Parameter(torch.empty(PADDED_VOCAB, HIDDEN), requires_grad=False)
+        self.qkv = torch.nn.Parameter(torch.empty(3 * HEADS_DIM, HIDDEN), requires_grad=False)
+        self.down = torch.nn.Parameter(torch.empty(HIDDEN, FFN // 2), requires_grad=False)
+        self.norm = torch.nn.Parameter(torch.empty(HIDDEN), requires_grad=False)
+        self.rotary = torch.nn.Parameter(torch.empty(8, 4), requires_grad=False)
+        self.scale = torch.nn.Parameter(torch.empty(1), requires_grad=False)
+        self.register_buffer("mixed", torch.empty(12, 3, dtype=torch.float32))
+        self.item_seen = []
+
+    def load_weights(self, weights):
+        loaded = set()
+        for name, weight in weights:
+            if name == "embed.weight":  # vocab padding: copy the rows, zero the rest
+                self.embed[: weight.shape[0]].data.copy_(weight)
+                self.embed[weight.shape[0]:].data.fill_(0)
+                loaded.add("embed")
+            elif name in ("q.weight", "k.weight", "v.weight"):
+                shard = "qkv".index(name[0])
+                destination = self.qkv.data.narrow(0, shard * HEADS_DIM, HEADS_DIM)
+                assert destination.shape == weight.shape
+                destination.copy_(weight)
+                loaded.add("qkv")
+            elif name == "down.weight":  # row parallel, rank 1: the second half of the columns
+                size = self.down.shape[1]
+                self.down.data.copy_(weight.narrow(1, size, size))
+                loaded.add("down")
+            elif name == "norm.weight":  # computes: handed over
+                self.norm.data.copy_(weight + 1.0)
+                loaded.add("norm")
+            elif name == "rotary.weight":  # permutes its destination after the copy: handed over
+                self.rotary.data.copy_(weight)
+                self.rotary.data.mul_(-1.0)
+                loaded.add("rotary")
+            elif name == "scale":  # needs the value: handed over
+                self.item_seen.append(float(weight.item()))
+                self.scale.data.fill_(weight.item())
+                loaded.add("scale")
+            elif name == "mixed.weight":  # bfloat16 into float32: converted on the way
+                self.mixed.copy_(weight)
+                loaded.add("mixed")
+        return loaded
+
+
+@pytest.fixture(scope="module")
+def tensors():
+    return checkpoint_tensors()
+
+
+@pytest.fixture(scope="module")
+def reference(tensors, tmp_path_factory):
+    """The model loaded by its own load_weights from what safetensors' load_file gives."""
+    path = tmp_path_factory.mktemp("reference") / "model.safetensors"
+    safetensors_torch.save_file(tensors, str(path))
+    model = ServerLikeModel()
+    model.load_weights(safetensors_torch.load_file(str(path)).items())
+    return model
+
+
+def write_checkpoint(kind, tensors, folder):
+    if kind == "safetensors":
+        path = os.path.join(folder, "model.safetensors")
+        safetensors_torch.save_file(tensors, path)
+    elif kind == "torch":
+        path = os.path.join(folder, "pytorch_model.bin")
+        torch.save(tensors, path)
+    else:
+        from ringload import TensorSerializer
+        path = os.path.join(folder, "model.tensors")
+        with TensorSerializer(path) as serializer:
+            serializer.write_state_dict(tensors)
+    return path
+
+
+def data_pointers(model):
+    return {name: tensor.data_ptr() for name, tensor in list(model.named_parameters()) + list(model.named_buffers())}
+
+
+@pytest.mark.parametrize("kind", ["safetensors", "torch", "tensorizer"])
+def test_straight_into_parameters_equals_the_reference(kind, tensors, reference, tmp_path):
+    path = write_checkpoint(kind, tensors, str(tmp_path))
+    model = ServerLikeModel()
+    before = data_pointers(model)
+    report = load_into_parameters([path], model.load_weights, {})
+    assert data_pointers(model) == before, "a parameter's storage was replaced"
+    for name, expected in list(reference.named_parameters()) + list(reference.named_buffers()):
+        assert torch.equal(dict(list(model.named_parameters()) + list(model.named_buffers()))[name], expected), name
+    assert report.loaded == {"embed", "qkv", "down", "norm", "rotary", "scale", "mixed"}
+    assert set(report.handed) == {"norm.weight", "rotary.weight", "scale"}, report.handed
+    assert "changed after the copy" in report.handed["rotary.weight"]
+    assert model.item_seen == [float(tensors["scale"].item())], "the loader that needs a value got the real one"
+    # Each byte once: the whole of every tensor read, but down's other half and the unused one.
+    def nbytes(name):
+        return tensors[name].numel() * tensors[name].element_size()
+
+    read_whole = sum(nbytes(name) for name in tensors if name not in ("down.weight", "unused.weight"))
+    assert report.straight_bytes + report.handed_bytes == read_whole + nbytes("down.weight") // 2
+    # Read once: no byte twice (gaps of a few KiB between the pieces are read through, not asked for again).
+    assert report.straight_bytes + report.handed_bytes <= report.bytes_read <= os.path.getsize(path)
+
+
+def test_each_byte_read_once_without_column_cuts(tensors, tmp_path):
+    """Without the row-parallel cut, what is read is exactly the used tensors' bytes."""
+    used = {name: tensor for name, tensor in tensors.items() if name in ("embed.weight", "q.weight", "k.weight",
+                                                                         "v.weight", "norm.weight")}
+    path = write_checkpoint("safetensors", used, str(tmp_path))
+    model = ServerLikeModel()
+    report = load_into_parameters([path], model.load_weights, {})
+    assert report.bytes_read == sum(t.numel() * t.element_size() for t in used.values())
+    assert report.straight_tensors == 4 and set(report.handed) == {"norm.weight"}
+
+
+def test_a_checkpoint_in_two_files_verified(tensors, reference, tmp_path):
+    names = sorted(tensors)
+    first = {name: tensors[name] for name in names[: len(names) // 2]}
+    second = {name: tensors[name] for name in names[len(names) // 2:]}
+    os.makedirs(tmp_path / "a")
+    os.makedirs(tmp_path / "b")
+    paths = [write_checkpoint("tensorizer", first, str(tmp_path / "a")),
+             write_checkpoint("tensorizer", second, str(tmp_path / "b"))]
+    model = ServerLikeModel()
+    load_into_parameters(paths, model.load_weights, {"verify_hash": True})  # hashes of whole tensors, checked
+    for name, expected in reference.named_parameters():
+        assert torch.equal(dict(model.named_parameters())[name], expected), name
+
+
+def test_a_name_in_two_files_is_refused(tensors, tmp_path):
+    os.makedirs(tmp_path / "a")
+    os.makedirs(tmp_path / "b")
+    paths = [write_checkpoint("safetensors", {"q.weight": tensors["q.weight"]}, str(tmp_path / "a")),
+             write_checkpoint("safetensors", {"q.weight": tensors["q.weight"]}, str(tmp_path / "b"))]
+    with pytest.raises(ValueError, match="q.weight is in two weight files"):
+        load_into_parameters(paths, ServerLikeModel().load_weights, {})
+
+
+def test_two_names_into_the_same_bytes_are_both_handed_over():
+    target = torch.zeros(4, 4)
+
+    def load_weights(weights):
+        for name, weight in weights:
+            target.copy_(weight)
+        return {"target"}
+
+    plan = learn_plan(load_weights, [("a", (4, 4), "float32"), ("b", (4, 4), "float32")])
+    assert set(plan.handed) == {"a", "b"} and not plan.planned()
+
+
+def test_boxes_of_views():
+    base = torch.empty(6, 8, device="meta")
+    assert box_of((6, 8), base.narrow(0, 2, 3)) == [(2, 5), (0, 8)]
+    assert box_of((6, 8), base.narrow(1, 4, 4)) == [(0, 6), (4, 8)]
+    assert box_of((6, 8), base[1:3, 2:5]) == [(1, 3), (2, 5)]
+    assert box_of((6, 8), base.view(-1)[16:32]) == [(2, 4), (0, 8)]
+    assert box_of((6, 8), base.t()) is None
+    assert box_of((6, 8), base[:, ::2]) is None
+    assert box_of((6, 8), base.view(-1)[3:9]) is None
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

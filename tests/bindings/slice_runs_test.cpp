@@ -217,12 +217,17 @@ TEST(LoadSlices, RowSlicesOfAFixtureMatchItsManifest) {
 
 // SliceRequest::destination: each slice (a column cut of every tensor) is read straight into
 // the caller's memory, between guard bytes that must stay as they were; the result's tensors
-// point there, and the bytes equal the same cut of what tensorizer wrote.
-TEST(LoadSlices, ColumnSlicesIntoCallerMemory) {
+// point there, and the bytes equal the same cut of what tensorizer wrote. Through the ring
+// (O_DIRECT) and copied from the file's mapping (buffered: a file in the page cache).
+class SlicesIntoCallerMemory : public ::testing::TestWithParam<ReadMode> {};
+
+TEST_P(SlicesIntoCallerMemory, ColumnCutsOfEveryTensor) {
     const std::filesystem::path path = testing::tensorizer_dir() / "large_mixed_v2.tensors";
     const nlohmann::json manifest = testing::read_json(path.string() + ".json");
     const std::vector<std::byte> file = testing::read_file(path);
-    auto opened = Deserializer::open(path.string());
+    OpenOptions open_options;
+    open_options.read_mode = GetParam();
+    auto opened = Deserializer::open(path.string(), open_options);
     ASSERT_TRUE(opened.has_value()) << opened.error().message();
     const nlohmann::json& expected = manifest["tensors"];
     constexpr std::size_t guard = 64;
@@ -264,10 +269,13 @@ TEST(LoadSlices, ColumnSlicesIntoCallerMemory) {
         EXPECT_TRUE(std::all_of(buffer.end() - guard, buffer.end(), [&](std::byte b) { return b == guard_byte; }))
             << name << ": bytes after the destination written";
     }
+    EXPECT_EQ(sliced->how.find("mapping") != std::string::npos, GetParam() == ReadMode::buffered) << sliced->how;
     LoadOptions on_device;
     on_device.device = "cuda:0";
     EXPECT_FALSE(opened->load_slices(requests, on_device).has_value()) << "caller memory is host memory";
 }
+
+INSTANTIATE_TEST_SUITE_P(ReadModes, SlicesIntoCallerMemory, ::testing::Values(ReadMode::direct, ReadMode::buffered));
 
 TEST(LoadSlices, ABadRequestNamesTheFileAndTensor) {
     const std::string path = std::string(RINGLOAD_TEST_DATA_DIR) + "/tensorizer/large_mixed_v2.tensors";

@@ -64,12 +64,16 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LOADERS = {
     "default": {"load_format": "safetensors"},
     "prefetch": {"load_format": "safetensors", "safetensors_load_strategy": "prefetch"},
+    # Straight into the parameters; "auto": parameters that take a whole tensor as stored are
+    # backed by the file's pages where the worker may use one CPU, copied into otherwise.
     "ringload": {"load_format": "ringload"},
-    # Before the tensors were read into the parameters: into memory of ringload's own, then copied.
+    "ringload_copy": {"load_format": "ringload", "model_loader_extra_config": {"placement": "arena"}},
+    "ringload_mapped": {"load_format": "ringload", "model_loader_extra_config": {"placement": "mapped"}},
+    # Before the tensors were read into the parameters: into memory of ringload's own (or the
+    # file's pages), then copied by load_weights.
     "ringload_arena": {"load_format": "ringload", "model_loader_extra_config": {"into_parameters": False}},
-    # The tensors left in the file's pages (Placement::mapped_file), as vLLM's default loader's are.
-    "ringload_mapped": {"load_format": "ringload",
-                        "model_loader_extra_config": {"placement": "mapped", "into_parameters": False}},
+    "ringload_stream_mapped": {"load_format": "ringload",
+                               "model_loader_extra_config": {"placement": "mapped", "into_parameters": False}},
     "runai_streamer": {"load_format": "runai_streamer"},
     # model_loader_extra_config (the file written by write_tensorized) is filled in by main.
     "tensorizer": {"load_format": "tensorizer"},

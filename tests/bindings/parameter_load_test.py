@@ -45,6 +45,7 @@ def checkpoint_tensors():
         "scale": random(1),
         "mixed.weight": random(12, 3, dtype=torch.bfloat16),
         "unused.weight": random(5, 5),
+        "lm_head.weight": random(20, HIDDEN),
     }
 
 
@@ -61,6 +62,7 @@ class ServerLikeModel(torch.nn.Module):
         self.rotary = torch.nn.Parameter(torch.empty(8, 4), requires_grad=False)
         self.scale = torch.nn.Parameter(torch.empty(1), requires_grad=False)
         self.register_buffer("mixed", torch.empty(12, 3, dtype=torch.float32))
+        self.lm_head = torch.nn.Parameter(torch.empty(20, HIDDEN), requires_grad=False)
         self.item_seen = []
 
     def load_weights(self, weights):
@@ -94,6 +96,9 @@ class ServerLikeModel(torch.nn.Module):
             elif name == "mixed.weight":  # bfloat16 into float32: converted on the way
                 self.mixed.copy_(weight)
                 loaded.add("mixed")
+            elif name == "lm_head.weight":  # whole, as stored: the file's pages can back it
+                self.lm_head.data.copy_(weight)
+                loaded.add("lm_head")
         return loaded
 
 
@@ -140,7 +145,7 @@ def test_straight_into_parameters_equals_the_reference(kind, tensors, reference,
     assert data_pointers(model) == before, "a parameter's storage was replaced"
     for name, expected in list(reference.named_parameters()) + list(reference.named_buffers()):
         assert torch.equal(dict(list(model.named_parameters()) + list(model.named_buffers()))[name], expected), name
-    assert report.loaded == {"embed", "qkv", "down", "norm", "rotary", "scale", "mixed"}
+    assert report.loaded == {"embed", "qkv", "down", "norm", "rotary", "scale", "mixed", "lm_head"}
     assert set(report.handed) == {"norm.weight", "rotary.weight", "scale"}, report.handed
     assert "changed after the copy" in report.handed["rotary.weight"]
     assert model.item_seen == [float(tensors["scale"].item())], "the loader that needs a value got the real one"
@@ -152,6 +157,28 @@ def test_straight_into_parameters_equals_the_reference(kind, tensors, reference,
     assert report.straight_bytes + report.handed_bytes == read_whole + nbytes("down.weight") // 2
     # Read once: no byte twice (gaps of a few KiB between the pieces are read through, not asked for again).
     assert report.straight_bytes + report.handed_bytes <= report.bytes_read <= os.path.getsize(path)
+
+
+def test_whole_parameters_mapped_from_the_file(tensors, reference, tmp_path):
+    """map_files: lm_head (a whole tensor as stored) is backed by the file's pages, copy-on-write;
+    the others are copied in as before (their storage kept); the values are the reference's."""
+    path = write_checkpoint("safetensors", tensors, str(tmp_path))
+    model = ServerLikeModel()
+    before = data_pointers(model)
+    report = load_into_parameters([path], model.load_weights, {}, model=model, map_files=True)
+    after = data_pointers(model)
+    assert report.mapped_tensors == 1 and report.mapped_bytes == tensors["lm_head.weight"].numel() * 4, report
+    assert after["lm_head"] != before["lm_head"]
+    assert {k: v for k, v in after.items() if k != "lm_head"} == {k: v for k, v in before.items() if k != "lm_head"}
+    mapped_files = [line for line in open("/proc/self/maps") if line.rstrip().endswith(path)]
+    assert any(int(line.split("-")[0], 16) <= after["lm_head"] < int(line.split()[0].split("-")[1], 16)
+               for line in mapped_files), "lm_head is not in a mapping of the file"
+    for name, expected in list(reference.named_parameters()) + list(reference.named_buffers()):
+        assert torch.equal(dict(list(model.named_parameters()) + list(model.named_buffers()))[name], expected), name
+    stored = open(path, "rb").read()
+    model.lm_head.data.mul_(2.0)  # copy-on-write: the file keeps its bytes
+    assert open(path, "rb").read() == stored
+    assert report.bytes_read <= os.path.getsize(path)
 
 
 def test_each_byte_read_once_without_column_cuts(tensors, tmp_path):

@@ -228,6 +228,11 @@ def good_cases(m, http_url, s3_url):
         # of this URL's ranges must add up to the file once, not twice (check_read_once).
         {"name": "ringload safetensors over HTTP, TP=2, read once", "model": m["st1"], "load_format": ringload,
          "extra": {"uri": http_url + "/" + TP_FILE, "connections": 2}, "tp": 2},
+        # Parameters that take a whole tensor as stored backed by the file's pages; all copied in.
+        {"name": "ringload safetensors, parameters mapped from the file", "model": m["st1"],
+         "load_format": ringload, "extra": {"placement": "mapped"}},
+        {"name": "ringload safetensors, every tensor copied into the parameters", "model": m["st1"],
+         "load_format": ringload, "extra": {"placement": "arena"}},
         # Each rank reads its own rows and columns straight into its parameters (read_once off).
         {"name": "ringload safetensors, TP=2, into each rank's parameters", "model": m["st1"],
          "load_format": ringload, "extra": {"read_once": False}, "tp": 2},
@@ -348,6 +353,12 @@ def check_into_parameters(sections, cases):
         handed_nothing = [line for line in lines if "0.0 MB of 0 handed" in line]
         check(f"{case['name']}: every tensor read straight into the parameters", len(handed_nothing) == len(lines)
               and len(lines) == case.get("tp", 1), lines or error_lines(sections.get(case["name"], "not run")))
+        placement = (case.get("extra") or {}).get("placement")
+        mapped = [line for line in lines if "mapped from the file's pages" in line]
+        if placement == "mapped":
+            check(f"{case['name']}: whole tensors mapped from the file's pages", len(mapped) == len(lines) > 0, lines)
+        elif placement == "arena":
+            check(f"{case['name']}: nothing mapped", not mapped, lines)
 
 
 def start_server(env, model, extra, log_path):

@@ -288,9 +288,10 @@ Result<RunStats> read_runs(DeserializerImpl& impl, std::span<const SliceRequest>
 // A local file whose pages are in the page cache (its source reads it buffered: read_mode
 // automatic found it cached, or buffered was asked for), read as stored: the runs are copied
 // from the file's mapping by the workers, in pieces of at most mapped_copy_piece_bytes. The
-// kernel's copy (a buffered read) writes into fresh memory one small page fault at a time; a
-// copy in user space gets the large pages: on one core, 1.36 GB into fresh parameters took
-// 0.15 s copied from the mapping and 3.2 s by pread (docs/benchmarks.md).
+// kernel's copy (a buffered read) writes into fresh memory a small page at a time; a copy in
+// user space gets large pages. On one core, 1.36 GB into one fresh block: pread 2.5-2.9 s, a
+// copy from the mapping 0.18-0.33 s; into 165 fresh torch tensors (a model's parameters) 0.72 s,
+// what numpy's and torch's own copies take there too (docs/benchmarks.md).
 constexpr std::uint64_t mapped_copy_piece_bytes = 4 << 20;
 
 template <class DeserializerImpl>
@@ -299,25 +300,18 @@ bool copies_from_mapping(const DeserializerImpl& impl, const LoadOptions& option
            !options.verify_hashes && !impl.index.big_endian;
 }
 
+// The file is mapped a window at a time, so that the process's resident memory holds the
+// destinations and one window of the file's pages, not the whole file besides them.
+constexpr std::uint64_t mapped_copy_window_bytes = 256 << 20;
+
 template <class DeserializerImpl>
-Result<RunStats> copy_from_mapping(DeserializerImpl& impl, std::span<const SliceRequest> requests,
-                                   const SliceLayout& layout, std::byte* out, std::byte* raw, WorkerPool& pool) {
-    const std::vector<ByteRun> runs = byte_runs(impl.index, requests, layout, out, raw);
-    if (runs.empty()) {
-        return RunStats{};
-    }
-    std::uint64_t begin = std::numeric_limits<std::uint64_t>::max();
+Result<void> copy_window(DeserializerImpl& impl, const std::string& path, std::span<const ByteRun> pieces,
+                         WorkerPool& pool) {
+    const std::uint64_t begin = pieces.front().source_offset_bytes;
     std::uint64_t end = 0;
-    std::vector<ByteRun> pieces;
-    for (const auto& run : runs) {
-        begin = std::min(begin, run.source_offset_bytes);
-        end = std::max(end, run.source_offset_bytes + run.length_bytes);
-        for (std::uint64_t at = 0; at < run.length_bytes; at += mapped_copy_piece_bytes) {
-            const std::uint64_t length = std::min(mapped_copy_piece_bytes, run.length_bytes - at);
-            pieces.push_back({run.source_offset_bytes + at, length, run.destination + at, run.request});
-        }
+    for (const auto& piece : pieces) {
+        end = std::max(end, piece.source_offset_bytes + piece.length_bytes);
     }
-    RL_TRY(path, local_path_of(impl.uri));
     auto mapped = HostArena::map_file(path, begin, static_cast<std::size_t>(end - begin), impl.index.source_size_bytes);
     if (!mapped) {
         return with_context(mapped.error(), impl.source_name());
@@ -326,6 +320,32 @@ Result<RunStats> copy_from_mapping(DeserializerImpl& impl, std::span<const Slice
     pool.parallel_for(pieces.size(), [&](std::size_t k) {
         std::memcpy(pieces[k].destination, base + (pieces[k].source_offset_bytes - begin), pieces[k].length_bytes);
     });
+    return {};
+}
+
+template <class DeserializerImpl>
+Result<RunStats> copy_from_mapping(DeserializerImpl& impl, std::span<const SliceRequest> requests,
+                                   const SliceLayout& layout, std::byte* out, std::byte* raw, WorkerPool& pool) {
+    const std::vector<ByteRun> runs = byte_runs(impl.index, requests, layout, out, raw);
+    std::vector<ByteRun> pieces;
+    for (const auto& run : runs) {
+        for (std::uint64_t at = 0; at < run.length_bytes; at += mapped_copy_piece_bytes) {
+            const std::uint64_t length = std::min(mapped_copy_piece_bytes, run.length_bytes - at);
+            pieces.push_back({run.source_offset_bytes + at, length, run.destination + at, run.request});
+        }
+    }
+    std::sort(pieces.begin(), pieces.end(),
+              [](const ByteRun& a, const ByteRun& b) { return a.source_offset_bytes < b.source_offset_bytes; });
+    RL_TRY(path, local_path_of(impl.uri));
+    for (std::size_t first = 0; first < pieces.size();) {
+        std::size_t last = first + 1;
+        while (last < pieces.size() && pieces[last].source_offset_bytes + pieces[last].length_bytes <=
+                                           pieces[first].source_offset_bytes + mapped_copy_window_bytes) {
+            ++last;
+        }
+        RL_TRY_VOID(copy_window(impl, path, std::span<const ByteRun>(pieces).subspan(first, last - first), pool));
+        first = last;
+    }
     // Bytes of the file copied: runs that overlap (views sharing a storage) count once.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
     for (const auto& run : runs) {

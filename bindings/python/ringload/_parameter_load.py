@@ -8,6 +8,10 @@ with are read in the same pass into memory of their own and handed to `load_weig
     report.loaded            # what load_weights said it loaded, both ways
     report.straight_bytes    # bytes read into parameters; report.handed_bytes: handed over
 
+With `model` and map_files, a parameter that takes a whole tensor (or whole rows of it) as
+stored, from a local unencrypted safetensors file, is instead backed by the file's own pages,
+mapped copy-on-write: no byte is copied or written, and the kernel's page cache holds them (its
+storage is replaced: that parameter's data_ptr changes). The rest is copied straight in.
 Host parameters only (the plan hands over anything copied to a device).
 """
 from __future__ import annotations
@@ -26,6 +30,8 @@ class ParameterLoadReport:
     loaded: Set[str] = field(default_factory=set)
     straight_bytes: int = 0  # read straight into parameters
     straight_tensors: int = 0
+    mapped_bytes: int = 0  # parameters backed by the file's pages (map_files)
+    mapped_tensors: int = 0
     handed_bytes: int = 0  # read into memory of their own and handed to load_weights
     handed: Dict[str, str] = field(default_factory=dict)  # name -> why
     bytes_read: int = 0  # from the sources
@@ -35,21 +41,34 @@ class ParameterLoadReport:
     def summary(self) -> str:
         reasons = sorted(set(self.handed.values()))
         why = f" ({'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""
-        return (f"{self.straight_bytes / 1e6:.1f} MB of {self.straight_tensors} tensors read straight into the "
-                f"parameters, {self.handed_bytes / 1e6:.1f} MB of {len(self.handed)} handed to load_weights{why}; "
+        mapped = (f"{self.mapped_bytes / 1e6:.1f} MB of {self.mapped_tensors} tensors mapped from the file's "
+                  f"pages, " if self.mapped_tensors else "")
+        return (f"{mapped}{self.straight_bytes / 1e6:.1f} MB of {self.straight_tensors} tensors read straight into "
+                f"the parameters, {self.handed_bytes / 1e6:.1f} MB of {len(self.handed)} handed to load_weights{why}; "
                 f"{self.bytes_read / 1e6:.1f} MB read, plan {self.plan_seconds:.2f} s, all {self.seconds:.2f} s")
 
 
-_OPEN_ONLY = ("verify_hash", "process_group")  # TensorDeserializer keywords that are not the open's
+# TensorDeserializer keywords that are not the open's (placement: map_files decides).
+_OPEN_ONLY = ("verify_hash", "process_group", "placement")
 
 
-def _open_all(sources: List[str], kwargs: dict):
+def _mappable(source: str, kwargs: dict) -> bool:
+    """A file the engine can leave in its pages: local, safetensors, unencrypted, unverified."""
+    from ._opening import is_url
+    return (not is_url(source) and source.endswith(".safetensors") and "encryption" not in kwargs
+            and not kwargs.get("verify_hash"))
+
+
+def _open_all(sources: List[str], kwargs: dict, map_files: bool):
     """Each source opened (index only), and where each tensor name is."""
     from ._deserializer import TensorDeserializer
     opened, where = [], {}
     open_kwargs = {k: v for k, v in kwargs.items() if k not in _OPEN_ONLY}
     for source in sources:
-        deserializer = TensorDeserializer(source, device="cpu", lazy_load=True, **open_kwargs)
+        maps = map_files and _mappable(source, kwargs)
+        deserializer = TensorDeserializer(source, device="cpu", lazy_load=True,
+                                          **dict(open_kwargs, **({"placement": "mapped"} if maps else {})))
+        deserializer._maps = maps
         opened.append(deserializer)
         for entry in deserializer._entries:
             if entry.name in where:
@@ -61,6 +80,54 @@ def _open_all(sources: List[str], kwargs: dict):
 
 def _slice_bytes(entry, ranges) -> int:
     return math.prod(stop - start for start, stop in ranges) * ITEMSIZE[entry.dtype]
+
+
+def _whole_parameters(model) -> Dict[int, object]:
+    """The model's parameters and buffers by address (tied ones once)."""
+    found = {}
+    if model is not None:
+        for _, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+            if tensor.device.type == "cpu" and tensor.numel() > 0:
+                found.setdefault(tensor.data_ptr(), tensor)
+    return found
+
+
+def _mapped_target(piece, entry, parameters):
+    """The parameter `piece` fills whole from whole rows of `entry` as stored, or None."""
+    from ._deserializer import _dtype_name
+    destination = piece.destination
+    target = parameters.get(destination.data_ptr())
+    if (target is None or target.numel() != destination.numel() or _dtype_name(target.dtype) != entry.dtype
+            or not target.is_contiguous()):
+        return None
+    if any((start, stop) != (0, size) for (start, stop), size in zip(piece.ranges[1:], entry.shape[1:])):
+        return None  # not whole rows: not one stretch of the file
+    return target
+
+
+def _map_parameters(deserializer, entries, plan: Plan, parameters, report: ParameterLoadReport) -> set:
+    """Backs the parameters that take whole rows as stored by the file's pages (one engine load
+    with the mapped placement); returns the names done."""
+    planned = plan.planned()
+    chosen = []
+    for entry in entries:
+        pieces = planned.get(entry.name, ())
+        targets = [_mapped_target(piece, entry, parameters) for piece in pieces]
+        if pieces and all(target is not None for target in targets):
+            chosen.append((entry, list(zip(pieces, targets))))
+    if not chosen:
+        return set()
+    loaded = deserializer._engine.load([entry.index for entry, _ in chosen], device="cpu", contiguous=False)
+    report.bytes_read += loaded.bytes_read
+    for k, (entry, pairs) in enumerate(chosen):
+        tensor = to_torch(loaded, k, entry.dtype, tuple(entry.shape))
+        for piece, target in pairs:
+            start, stop = piece.ranges[0] if piece.ranges else (0, 1)
+            rows = tensor[start:stop] if piece.ranges else tensor
+            target.data = rows.reshape(target.shape)
+            report.mapped_bytes += _slice_bytes(entry, piece.ranges)
+        report.mapped_tensors += 1
+    return {entry.name for entry, _ in chosen}
 
 
 def _read_source(deserializer, entries, plan: Plan, verify: bool, report: ParameterLoadReport):
@@ -95,12 +162,38 @@ def _read_source(deserializer, entries, plan: Plan, verify: bool, report: Parame
     return [(entry.name, tensors[entry.name]) for entry in handed]
 
 
-def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dict) -> ParameterLoadReport:
+def cpus_available() -> float:
+    """The CPUs this process may use: its affinity, or fewer where a cgroup quota says so."""
+    import os
+    count = float(len(os.sched_getaffinity(0)))
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as file:
+            quota, period = file.read().split()
+        if quota != "max":
+            count = min(count, int(quota) / int(period))
+    except (OSError, ValueError):
+        pass
+    return count
+
+
+def maps_files(placement: str) -> bool:
+    """placement "mapped": parameters backed by the file's pages where they can be; "arena":
+    copied into; "auto": mapped where the process may use one CPU or less (a server's bound
+    worker, a one-CPU quota), where copies, and the first writes to fresh memory they make,
+    are what the load waits for (docs/benchmarks.md)."""
+    return placement == "mapped" or (placement == "auto" and cpus_available() <= 1)
+
+
+def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dict, model=None,
+                         map_files: bool = False) -> ParameterLoadReport:
     """Loads `sources` (paths or URLs, any format) into the model whose `load_weights` is given;
-    kwargs are TensorDeserializer's (verify_hash, encryption, the network and ring options)."""
+    kwargs are TensorDeserializer's (verify_hash, encryption, the network and ring options).
+    map_files (with `model`): parameters that take whole rows as stored from a local safetensors
+    file are backed by its pages instead of copied into."""
     started = time.perf_counter()
     report = ParameterLoadReport()
-    opened, where = _open_all(sources, kwargs)
+    opened, where = _open_all(sources, kwargs, map_files and model is not None)
+    parameters = _whole_parameters(model) if map_files else {}
     try:
         checkpoint = [(name, tuple(entry.shape), entry.dtype) for name, (_, entry) in where.items()]
         plan = learn_plan(load_weights, checkpoint)
@@ -109,7 +202,11 @@ def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dic
         report.handed = dict(plan.handed)
         verify = bool(kwargs.get("verify_hash", False))
         for deserializer in opened:
-            handed = _read_source(deserializer, deserializer._entries, plan, verify, report)
+            entries = deserializer._entries
+            if deserializer._maps:
+                mapped = _map_parameters(deserializer, entries, plan, parameters, report)
+                entries = [entry for entry in entries if entry.name not in mapped]
+            handed = _read_source(deserializer, entries, plan, verify, report)
             if handed:
                 report.loaded |= set(load_weights(iter(handed)) or ())
     finally:

@@ -103,10 +103,14 @@ def _loader_class(base):
         def _into_parameters(self, model, sources):
             """Each tensor read straight into the parameters load_weights would copy it to (the
             plan is learned from load_weights itself; with tensor parallelism and read_once
-            false, each rank reads its own rows and columns); what the model's loaders compute
-            with is handed over."""
-            from ._parameter_load import load_into_parameters
-            report = load_into_parameters(sources, model.load_weights, self.options.stream_kwargs)
+            false, each rank reads its own rows and columns), or, with placement "mapped" (and
+            "auto" on one CPU), parameters that take a whole tensor as stored from a local
+            safetensors file backed by its pages; what the model's loaders compute with is
+            handed over."""
+            from ._parameter_load import load_into_parameters, maps_files
+            kwargs = self.options.stream_kwargs
+            report = load_into_parameters(sources, model.load_weights, kwargs, model=model,
+                                          map_files=maps_files(kwargs.get("placement", "auto")))
             _vllm_logger.info("ringload: %s", report.summary())
             return report.loaded
 

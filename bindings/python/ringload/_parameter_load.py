@@ -59,13 +59,53 @@ def _mappable(source: str, kwargs: dict) -> bool:
             and not kwargs.get("verify_hash"))
 
 
-def _open_all(sources: List[str], kwargs: dict, map_files: bool):
+# As the engine's read_mode "auto" (io/src/file_source.cpp): a file this much in the page cache is
+# read through it; less, with O_DIRECT, which faulting a mapping in cannot match.
+_CACHED_FRACTION = 0.9
+
+
+def page_cache_fraction(path: str) -> float:
+    """The fraction of the file's pages in the page cache (mincore over a mapping of it)."""
+    import ctypes
+    import os
+    size = os.path.getsize(path)
+    if size == 0:
+        return 1.0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        if address in (None, ctypes.c_void_p(-1).value):
+            return 0.0
+        try:
+            pages = (size + os.sysconf("SC_PAGE_SIZE") - 1) // os.sysconf("SC_PAGE_SIZE")
+            vector = (ctypes.c_ubyte * pages)()
+            if libc.mincore(address, size, vector) != 0:
+                return 0.0
+            return 1.0 - bytes(vector).count(0) / pages
+        finally:
+            libc.munmap(address, size)
+    finally:
+        os.close(fd)
+
+
+def _maps(source: str, kwargs: dict, map_files) -> bool:
+    if not map_files or not _mappable(source, kwargs):
+        return False
+    return map_files != "cached" or page_cache_fraction(source) >= _CACHED_FRACTION
+
+
+def _open_all(sources: List[str], kwargs: dict, map_files):
     """Each source opened (index only), and where each tensor name is."""
     from ._deserializer import TensorDeserializer
     opened, where = [], {}
     open_kwargs = {k: v for k, v in kwargs.items() if k not in _OPEN_ONLY}
     for source in sources:
-        maps = map_files and _mappable(source, kwargs)
+        maps = _maps(source, kwargs, map_files)
         deserializer = TensorDeserializer(source, device="cpu", lazy_load=True,
                                           **dict(open_kwargs, **({"placement": "mapped"} if maps else {})))
         deserializer._maps = maps
@@ -176,23 +216,27 @@ def cpus_available() -> float:
     return count
 
 
-def maps_files(placement: str) -> bool:
-    """placement "mapped": parameters backed by the file's pages where they can be; "arena":
-    copied into; "auto": mapped where the process may use one CPU or less (a server's bound
-    worker, a one-CPU quota), where copies, and the first writes to fresh memory they make,
-    are what the load waits for (docs/benchmarks.md)."""
-    return placement == "mapped" or (placement == "auto" and cpus_available() <= 1)
+def maps_files(placement: str):
+    """load_into_parameters' map_files for a placement: "mapped": parameters backed by the
+    file's pages where they can be (True); "arena": copied into (False); "auto": mapped where
+    the process may use one CPU or less (a server's bound worker, a one-CPU quota: copies, and
+    the first writes to fresh memory they make, are what the load waits for) and the file is
+    in the page cache ("cached": cold, O_DIRECT reads copied in were faster; docs/benchmarks.md)."""
+    if placement == "mapped":
+        return True
+    return "cached" if placement == "auto" and cpus_available() <= 1 else False
 
 
 def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dict, model=None,
-                         map_files: bool = False) -> ParameterLoadReport:
+                         map_files=False) -> ParameterLoadReport:
     """Loads `sources` (paths or URLs, any format) into the model whose `load_weights` is given;
     kwargs are TensorDeserializer's (verify_hash, encryption, the network and ring options).
     map_files (with `model`): parameters that take whole rows as stored from a local safetensors
-    file are backed by its pages instead of copied into."""
+    file are backed by its pages instead of copied into (True; "cached": where the file is in
+    the page cache)."""
     started = time.perf_counter()
     report = ParameterLoadReport()
-    opened, where = _open_all(sources, kwargs, map_files and model is not None)
+    opened, where = _open_all(sources, kwargs, map_files if model is not None else False)
     parameters = _whole_parameters(model) if map_files else {}
     try:
         checkpoint = [(name, tuple(entry.shape), entry.dtype) for name, (_, entry) in where.items()]

@@ -8,6 +8,8 @@
 #   2. the same load tests under compute-sanitizer memcheck, racecheck and initcheck;
 #   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS), then
 #      bench/gpu_python_load.py (ringload vs safetensors' own cuda load, hot and cold);
+#   3b. bench/transformers_load.py on cuda (transformers' own from_pretrained vs ringload's
+#      reads, hot and cold, with the extra device memory each holds), where transformers is;
 #   4. `ringload bench` on the GPU (issue #7): the pinned-copy limits, and the load of a
 #      synthetic GPT-2 XL (GPU_BENCH_MODEL to use another) to cuda with ringload and every peer
 #      installed here, with peak device memory per system (gpu-*.json, gpu-load.png).
@@ -57,6 +59,14 @@ if "${PYTHON:-python3}" -c "import safetensors" 2>/dev/null; then # from Python,
         "$build/bindings/cli/ringload" convert "$synthetic.tensors" "$synthetic" && rm "$synthetic.tensors"; }
     PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" bench/gpu_python_load.py "$synthetic" --runs 3
     PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" bench/gpu_python_load.py "$synthetic" --runs 2 --cold || true
+fi
+
+echo "=== 3b. transformers' from_pretrained(device_map=\"cuda\") alone vs with ringload's reads (issue #37)"
+if "${PYTHON:-python3}" -c "import transformers" 2>/dev/null; then # 3+ GB: 24 layers x 2048, bfloat16
+    for cache in hot cold; do
+        PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" bench/transformers_load.py --layers 24 --hidden 2048 \
+            --dtype bfloat16 --device cuda --cache "$cache" --runs 3 || true
+    done
 fi
 
 echo "=== 4. ringload bench on the GPU"

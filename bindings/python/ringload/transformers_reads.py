@@ -26,7 +26,9 @@ others take theirs from it:
   placement="mapped" or "arena": that engine placement for every file (mapped is refused by
       the engine where it cannot apply: a URL, a GPU device).
 
-prefetch=True (default) also wraps `transformers.modeling_utils._get_resolved_checkpoint_files`
+prefetch=True (off by default: on 2 cores it made from_pretrained 1.74x transformers' own
+where without it 1.09x, the opening thread slowing transformers' own Python; docs/benchmarks.md)
+also wraps `transformers.modeling_utils._get_resolved_checkpoint_files`
 (called by name in from_pretrained once the file list is known): each local file is opened and
 mapped on one background thread (the engine releases the GIL) while transformers builds the
 model and its conversion mapping; the first safe_open of the file takes it (one that reads only
@@ -307,14 +309,14 @@ def _whole(index, ndim: int) -> bool:
 
 
 @contextlib.contextmanager
-def reading(placement: str = "auto", *, prefetch: bool = True, **options):
+def reading(placement: str = "auto", *, prefetch: bool = False, **options):
     """For the time of the `with`: transformers' from_pretrained (and anything else that calls
     safe_open through transformers.modeling_utils) reads safetensors files through ringload.
     Yields a Reads (files, tensors, bytes, placements) that counts what ringload read.
 
     placement: "auto" (mapped for local files on the CPU, else the engine's auto), "mapped"
         or "arena".
-    prefetch: open and map each local checkpoint file on a background thread as soon as
+    prefetch: (default off) open and map each local checkpoint file on a background thread as soon as
         from_pretrained has resolved the file list (transformers.modeling_utils.
         _get_resolved_checkpoint_files), while it builds the model; not with "arena".
     options: ringload.safe_open's keyword arguments (verify_hash, network options)."""

@@ -194,6 +194,33 @@ def test_cached_files_map_where_asked_for_cached(tensors, tmp_path):
     assert report.mapped_tensors == 1, report
 
 
+def test_a_tensor_the_engine_cannot_map_is_copied(tmp_path):
+    """A float32 tensor at byte 3 of the data (after a 3-byte uint8 one, written by hand: a valid
+    safetensors file) cannot be a mapped float32 view: map_files copies it in instead."""
+    import json
+    import struct
+    values = torch.arange(4, dtype=torch.float32)
+    header = json.dumps({"a": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]},
+                         "b": {"dtype": "F32", "shape": [4], "data_offsets": [3, 19]}}).encode()
+    header += b" " * (-len(header) % 8)
+    path = str(tmp_path / "odd.safetensors")
+    with open(path, "wb") as file:
+        file.write(struct.pack("<Q", len(header)) + header + bytes([1, 2, 3]) + values.numpy().tobytes())
+    target = torch.nn.Parameter(torch.zeros(4), requires_grad=False)
+    holder = torch.nn.Module()
+    holder.b = target
+
+    def load_weights(weights):
+        for name, weight in weights:
+            if name == "b":
+                target.data.copy_(weight)
+        return {"b"}
+
+    report = load_into_parameters([path], load_weights, {}, model=holder, map_files=True)
+    assert report.mapped_tensors == 0 and report.straight_tensors == 1, report
+    assert torch.equal(holder.b, values)
+
+
 def test_each_byte_read_once_without_column_cuts(tensors, tmp_path):
     """Without the row-parallel cut, what is read is exactly the used tensors' bytes."""
     used = {name: tensor for name, tensor in tensors.items() if name in ("embed.weight", "q.weight", "k.weight",

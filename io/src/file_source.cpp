@@ -210,6 +210,10 @@ double page_cache_residency(int fd, std::uint64_t size_bytes) {
     return fraction;
 }
 
+bool mostly_in_page_cache(int fd, std::uint64_t size_bytes) {
+    return page_cache_residency(fd, size_bytes) >= cached_threshold;
+}
+
 Result<std::unique_ptr<Source>> open_file_source(asio::io_context& loop, const std::string& path,
                                                  FileSourceOptions options) {
     FileDescriptor buffered(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -225,9 +229,8 @@ Result<std::unique_ptr<Source>> open_file_source(asio::io_context& loop, const s
     }
     const auto size_bytes = static_cast<std::uint64_t>(info.st_size);
 
-    bool want_direct =
-        options.mode == FileReadMode::direct || (options.mode == FileReadMode::automatic &&
-                                                 page_cache_residency(buffered.get(), size_bytes) < cached_threshold);
+    bool want_direct = options.mode == FileReadMode::direct ||
+                       (options.mode == FileReadMode::automatic && !mostly_in_page_cache(buffered.get(), size_bytes));
     FileDescriptor direct;
     if (want_direct) {
         direct = FileDescriptor(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));

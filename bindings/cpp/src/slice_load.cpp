@@ -326,7 +326,7 @@ Result<void> copy_window(DeserializerImpl& impl, const std::string& path, std::s
 template <class DeserializerImpl>
 Result<RunStats> copy_from_mapping(DeserializerImpl& impl, std::span<const SliceRequest> requests,
                                    const SliceLayout& layout, std::byte* out, std::byte* raw, WorkerPool& pool) {
-    const std::vector<ByteRun> runs = byte_runs(impl.index, requests, layout, out, raw);
+    std::vector<ByteRun> runs = byte_runs(impl.index, requests, layout, out, raw);
     std::vector<ByteRun> pieces;
     for (const auto& run : runs) {
         for (std::uint64_t at = 0; at < run.length_bytes; at += mapped_copy_piece_bytes) {
@@ -346,18 +346,12 @@ Result<RunStats> copy_from_mapping(DeserializerImpl& impl, std::span<const Slice
         RL_TRY_VOID(copy_window(impl, path, std::span<const ByteRun>(pieces).subspan(first, last - first), pool));
         first = last;
     }
-    // Bytes of the file copied: runs that overlap (views sharing a storage) count once.
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
-    for (const auto& run : runs) {
-        spans.emplace_back(run.source_offset_bytes, run.source_offset_bytes + run.length_bytes);
-    }
-    std::sort(spans.begin(), spans.end());
+    // Bytes of the file copied: runs that overlap (views sharing a storage) count once, as the
+    // ring path reads each group of them once.
+    std::size_t scratch_bytes = 0;
     RunStats stats;
-    std::uint64_t covered_until = 0;
-    for (const auto& [first, last] : spans) {
-        const std::uint64_t from = std::max(first, covered_until);
-        stats.bytes_read += last > from ? last - from : 0;
-        covered_until = std::max(covered_until, last);
+    for (const auto& group : group_runs(runs, scratch_bytes)) {
+        stats.bytes_read += group.end - group.begin;
     }
     return stats;
 }

@@ -16,13 +16,14 @@ Host parameters only (the plan hands over anything copied to a device).
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Set, Tuple
 
-from ._parameter_plan import Plan, learn_plan
-from ._tensors import ITEMSIZE, to_torch
+from ._deserializer import _dtype_name
+from ._parameter_plan import Piece, learn_plan
+from ._slices import slice_bytes
+from ._tensors import to_torch
 from .errors import RingloadError
 
 
@@ -60,44 +61,13 @@ def _mappable(source: str, kwargs: dict) -> bool:
             and not kwargs.get("verify_hash"))
 
 
-# As the engine's read_mode "auto" (io/src/file_source.cpp): a file this much in the page cache is
-# read through it; less, with O_DIRECT, which faulting a mapping in cannot match.
-_CACHED_FRACTION = 0.9
-
-
-def page_cache_fraction(path: str) -> float:
-    """The fraction of the file's pages in the page cache (mincore over a mapping of it)."""
-    import ctypes
-    import os
-    size = os.path.getsize(path)
-    if size == 0:
-        return 1.0
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        address = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-        if address in (None, ctypes.c_void_p(-1).value):
-            return 0.0
-        try:
-            pages = (size + os.sysconf("SC_PAGE_SIZE") - 1) // os.sysconf("SC_PAGE_SIZE")
-            vector = (ctypes.c_ubyte * pages)()
-            if libc.mincore(address, size, vector) != 0:
-                return 0.0
-            return 1.0 - bytes(vector).count(0) / pages
-        finally:
-            libc.munmap(address, size)
-    finally:
-        os.close(fd)
-
-
 def _maps(source: str, kwargs: dict, map_files) -> bool:
     if not map_files or not _mappable(source, kwargs):
         return False
-    return map_files != "cached" or page_cache_fraction(source) >= _CACHED_FRACTION
+    from . import _ringload
+    # "cached": as the engine's read_mode "auto" decides (io/src/file_source.cpp): a file mostly
+    # in the page cache; less, it reads with O_DIRECT, which faulting a mapping in cannot match.
+    return map_files != "cached" or _ringload.mostly_in_page_cache(source)
 
 
 def _open_all(sources: List[str], kwargs: dict, map_files):
@@ -119,10 +89,6 @@ def _open_all(sources: List[str], kwargs: dict, map_files):
     return opened, where
 
 
-def _slice_bytes(entry, ranges) -> int:
-    return math.prod(stop - start for start, stop in ranges) * ITEMSIZE[entry.dtype]
-
-
 def _whole_parameters(model) -> Dict[int, object]:
     """The model's parameters and buffers by address (tied ones once)."""
     found = {}
@@ -135,7 +101,6 @@ def _whole_parameters(model) -> Dict[int, object]:
 
 def _mapped_target(piece, entry, parameters):
     """The parameter `piece` fills whole from whole rows of `entry` as stored, or None."""
-    from ._deserializer import _dtype_name
     destination = piece.destination
     target = parameters.get(destination.data_ptr())
     if (target is None or target.numel() != destination.numel() or _dtype_name(target.dtype) != entry.dtype
@@ -146,10 +111,10 @@ def _mapped_target(piece, entry, parameters):
     return target
 
 
-def _map_parameters(deserializer, entries, plan: Plan, parameters, report: ParameterLoadReport) -> set:
+def _map_parameters(deserializer, entries, planned: Dict[str, List[Piece]], parameters,
+                    report: ParameterLoadReport) -> set:
     """Backs the parameters that take whole rows as stored by the file's pages (one engine load
     with the mapped placement); returns the names done."""
-    planned = plan.planned()
     chosen = []
     for entry in entries:
         pieces = planned.get(entry.name, ())
@@ -169,29 +134,29 @@ def _map_parameters(deserializer, entries, plan: Plan, parameters, report: Param
             start, stop = piece.ranges[0] if piece.ranges else (0, 1)
             rows = tensor[start:stop] if piece.ranges else tensor
             target.data = rows.reshape(target.shape)
-            report.mapped_bytes += _slice_bytes(entry, piece.ranges)
+            report.mapped_bytes += slice_bytes(entry, piece.ranges)
         report.mapped_tensors += 1
     return {entry.name for entry, _ in chosen}
 
 
-def _read_source(deserializer, entries, plan: Plan, verify: bool, report: ParameterLoadReport):
+def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_names, verify: bool,
+                 report: ParameterLoadReport):
     """One source's planned pieces into their places, and its handed tensors into memory of their
     own (returned as (name, tensor) in file order). One engine pass per loaded dtype."""
-    from ._deserializer import _dtype_name
     groups: Dict[object, List[Tuple[object, list, int]]] = {}
     handed = []
-    planned = plan.planned()
     for entry in entries:
-        if entry.name in plan.handed:
-            groups.setdefault(None, []).append((entry, [(0, n) for n in entry.shape], 0))
+        if entry.name in handed_names:
+            whole = [(0, n) for n in entry.shape]
+            groups.setdefault(None, []).append((entry, whole, 0))
             handed.append(entry)
-            report.handed_bytes += _slice_bytes(entry, [(0, n) for n in entry.shape])
+            report.handed_bytes += slice_bytes(entry, whole)
             continue
         for piece in planned.get(entry.name, ()):
             wanted = _dtype_name(piece.destination.dtype)
             groups.setdefault(None if wanted == entry.dtype else wanted, []).append(
                 (entry, piece.ranges, piece.destination.data_ptr()))
-            report.straight_bytes += _slice_bytes(entry, piece.ranges)
+            report.straight_bytes += slice_bytes(entry, piece.ranges)
         report.straight_tensors += entry.name in planned
     tensors = {}
     for dtype, requests in groups.items():
@@ -249,12 +214,13 @@ def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dic
         report.loaded |= plan.loaded
         report.handed = dict(plan.handed)
         verify = bool(kwargs.get("verify_hash", False))
+        planned = plan.planned()
         for deserializer in opened:
             entries = deserializer._entries
             if deserializer._maps:
-                mapped = _map_parameters(deserializer, entries, plan, parameters, report)
+                mapped = _map_parameters(deserializer, entries, planned, parameters, report)
                 entries = [entry for entry in entries if entry.name not in mapped]
-            handed = _read_source(deserializer, entries, plan, verify, report)
+            handed = _read_source(deserializer, entries, planned, plan.handed, verify, report)
             if handed:
                 report.loaded |= set(load_weights(iter(handed)) or ())
     finally:

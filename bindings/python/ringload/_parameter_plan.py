@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from ._deserializer import _dtype_name
+
 # Ops that only look at a tensor or make a view of it: on a stand-in they make a stand-in, on a
 # destination they do not change its bytes.
 _VIEWS = frozenset({
@@ -61,19 +63,11 @@ class Plan:
         return {name: pieces for name, pieces in self.pieces.items() if name not in self.handed}
 
 
-class _Computes(Exception):
-    """The plan's own signal, never seen by the caller."""
-
-
 def _name(function) -> str:
     name = getattr(function, "__name__", "")
     if name == "__get__":  # a property (shape, data, T): the descriptor's name
         return getattr(getattr(function, "__self__", None), "__name__", name)
     return name
-
-
-def _dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def _c_strides(shape) -> List[int]:
@@ -102,7 +96,7 @@ def box_of(base_shape, view) -> Optional[List[Tuple[int, int]]]:
     numel = math.prod(shape)
     if not view.is_contiguous() or not base_shape or numel == 0:
         return None
-    row = base[0] if base_shape else 1
+    row = base[0]
     if offset % row or numel % row:
         return None
     first = offset // row
@@ -184,7 +178,7 @@ def _make_recorder(plan: Plan):
         return value
 
     def wrap(result, name, base_shape, computed):
-        if isinstance(result, torch.Tensor) and not isinstance(result, torch.nn.Parameter):
+        if isinstance(result, torch.Tensor):
             return stand_in(result, name, base_shape, computed)
         if isinstance(result, (list, tuple)):
             return type(result)(wrap(item, name, base_shape, computed) for item in result)

@@ -44,4 +44,7 @@ bool io_uring_available();
 // Fraction of the file's pages that are in the page cache, in [0, 1].
 double page_cache_residency(int fd, std::uint64_t size_bytes);
 
+// Whether FileReadMode::automatic reads the file through the page cache: enough of it is there.
+bool mostly_in_page_cache(int fd, std::uint64_t size_bytes);
+
 } // namespace ringload

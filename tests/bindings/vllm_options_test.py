@@ -188,3 +188,57 @@ def test_convert_names_what_is_wrong(tmp_path, capsys):
     assert vllm_convert.main([str(tmp_path), str(tmp_path / "x.safetensors"), "--encrypt-key-file", str(key)]) == 1
     assert capsys.readouterr().err.startswith("ringload.vllm_convert: ")
     assert not os.path.exists(tmp_path / "x.safetensors")
+
+
+# vLLM's pre-sharded layout (ringload._vllm_sharded; the real vLLM case is in vllm_test.py).
+def test_sharded_layout_gives_each_rank_its_own_files(tmp_path):
+    from ringload import _vllm_sharded as sharded
+    _touch(tmp_path, "config.json", "model.safetensors", "model-rank-0-part-0.safetensors",
+           "model-rank-0-part-1.safetensors", "model-rank-1-part-0.safetensors")
+    assert sharded.rank_files(str(tmp_path), 0, 2) == [str(tmp_path / "model-rank-0-part-0.safetensors"),
+                                                       str(tmp_path / "model-rank-0-part-1.safetensors")]
+    assert sharded.rank_files(str(tmp_path), 1, 2) == [str(tmp_path / "model-rank-1-part-0.safetensors")]
+    assert sharded.rank_files(str(tmp_path / "missing"), 0, 1) is None
+    (tmp_path / "plain").mkdir()
+    _touch(tmp_path / "plain", "model.safetensors")
+    assert sharded.rank_files(str(tmp_path / "plain"), 0, 1) is None
+
+
+def test_sharded_layout_for_another_rank_count_is_named(tmp_path):
+    from ringload import _vllm_sharded as sharded
+    _touch(tmp_path, "model-rank-0-part-0.safetensors", "model-rank-1-part-0.safetensors")
+    with pytest.raises(ValueError, match=r"for ranks 0, 1, and this server has 4 tensor-parallel rank"):
+        sharded.rank_files(str(tmp_path), 0, 4)
+
+
+def test_sharded_state_loader_copies_as_vllm_does_and_names_what_is_wrong(tmp_path):
+    from ringload import _vllm_sharded as sharded
+    state = {"a": torch.zeros(4, 3), "b": torch.zeros(2)}
+    load = sharded.state_dict_loader(state)
+    assert load([("a", torch.ones(2, 3))]) == {"a"}  # a smaller tensor fills the leading rows (LoRA padding)
+    assert state["a"][:2].eq(1).all() and state["a"][2:].eq(0).all()
+    with pytest.raises(ValueError, match="holds c, which this model does not have"):
+        load([("c", torch.ones(1))])
+    with pytest.raises(ValueError, match="lack\\(s\\) b"):
+        sharded.check_complete(state, {"a"}, ["r0.safetensors"])
+    path = sharded.write_rank(state, str(tmp_path / "out"), 3)
+    assert os.path.basename(path) == "model-rank-3-part-0.safetensors"
+    back = ringload.load_file(path)
+    assert set(back) == {"a", "b"} and torch.equal(back["a"], state["a"])
+
+
+def test_save_sharded_state_option_is_checked():
+    assert weights.parse_options({"save_sharded_state": "/tmp/x"}).save_sharded_state == "/tmp/x"
+    assert "save_sharded_state" not in weights.parse_options({"save_sharded_state": "/tmp/x"}).stream_kwargs
+    with pytest.raises(ValueError, match="save_sharded_state"):
+        weights.parse_options({"save_sharded_state": ""})
+
+
+def test_convert_sharded_refuses_what_it_cannot_write(tmp_path, capsys):
+    for wrong in (["--sharded", "0"], ["--sharded", "2", "--to", "tensorizer"]):
+        with pytest.raises(SystemExit):
+            vllm_convert.main([str(tmp_path), str(tmp_path / "out"), *wrong])
+    model_file = tmp_path / "model.safetensors"
+    model_file.write_bytes(b"")
+    assert vllm_convert.main([str(model_file), str(tmp_path / "out"), "--sharded", "1"]) == 1
+    assert "needs a model folder" in capsys.readouterr().err

@@ -195,6 +195,11 @@ def make_models(work, env):
     with open(os.path.join(m["corrupt"], "model.safetensors"), "wb") as file:
         file.write(data[:len(data) // 2])  # cut in the middle of the tensors
     m["enc"], m["www"] = os.path.join(work, "model.enc.tensors"), www
+    # vLLM's pre-sharded layout: written for one rank by the converter (which runs vLLM), for
+    # two by the TP=2 save case into this folder, read by the cases after it.
+    m["sharded1"] = os.path.join(work, "sharded1")
+    convert(env, m["st1"], m["sharded1"], "--sharded", "1", "--dtype", "float32")
+    m["sharded2"] = copy_model_files(m["st1"], os.path.join(work, "sharded2"))
     return m
 
 
@@ -233,9 +238,21 @@ def good_cases(m, http_url, s3_url):
          "load_format": ringload, "extra": {"placement": "mapped"}},
         {"name": "ringload safetensors, every tensor copied into the parameters", "model": m["st1"],
          "load_format": ringload, "extra": {"placement": "arena"}},
+        # The streamed path (what a GPU load takes): tensors handed to load_weights as they land.
+        {"name": "ringload safetensors, streamed into load_weights", "model": m["st1"], "load_format": ringload,
+         "extra": {"into_parameters": False}},
         # Each rank reads its own rows and columns straight into its parameters (read_once off).
         {"name": "ringload safetensors, TP=2, into each rank's parameters", "model": m["st1"],
          "load_format": ringload, "extra": {"read_once": False}, "tp": 2},
+        # vLLM's pre-sharded layout: each rank's parameters in a file of its own, every one mapped.
+        {"name": "ringload, TP=2, writing vLLM's pre-sharded layout", "model": m["st1"], "load_format": ringload,
+         "extra": {"save_sharded_state": m["sharded2"]}, "tp": 2},
+        {"name": "ringload, TP=2, the pre-sharded layout (each rank its own file)", "model": m["sharded2"],
+         "load_format": ringload, "extra": {"placement": "mapped"}, "tp": 2, "sharded": True},
+        {"name": "vLLM's sharded_state reads ringload's pre-sharded layout, TP=2", "model": m["sharded2"],
+         "load_format": "sharded_state", "tp": 2},
+        {"name": "ringload, the pre-sharded layout vllm_convert wrote", "model": m["sharded1"],
+         "load_format": ringload, "extra": {"placement": "mapped"}, "sharded": True},
     ]
 
 
@@ -339,17 +356,20 @@ INTO_PARAMETERS = "read straight into the parameters"
 
 
 def check_into_parameters(sections, cases):
-    """On the CPU without read-once groups every tensor of the tiny Llama goes straight into its
-    parameters (vLLM's Llama loaders only narrow and copy): the loader's report says so, with
-    nothing handed over; with the streamed path (TP=2 reading once) there is no such report."""
+    """On the CPU every tensor of the tiny Llama goes straight into its parameters (vLLM's Llama
+    loaders only narrow and copy; with TP=2 reading once, what the ranks do not split by rows is
+    read by one and shared): the loader's report on each rank says so, with nothing handed over;
+    with the streamed path ("into_parameters": false) there is no such report."""
     for case in cases:
         if case["load_format"] != "ringload" or case.get("fails"):
             continue
         lines = [line for line in sections.get(case["name"], "").splitlines() if INTO_PARAMETERS in line]
-        streamed = case.get("tp", 1) > 1 and (case.get("extra") or {}).get("read_once", True)
-        if streamed:
-            check(f"{case['name']}: streamed (read once), not into the parameters", not lines, lines)
+        if (case.get("extra") or {}).get("into_parameters") is False:
+            check(f"{case['name']}: streamed, not into the parameters", not lines, lines)
             continue
+        if case.get("tp", 1) > 1 and (case.get("extra") or {}).get("read_once", True) and not case.get("sharded"):
+            check(f"{case['name']}: read once, the rest shared over the group", all(
+                "shared over the group" in line for line in lines) and len(lines) == case["tp"], lines)
         handed_nothing = [line for line in lines if "0.0 MB of 0 handed" in line]
         check(f"{case['name']}: every tensor read straight into the parameters", len(handed_nothing) == len(lines)
               and len(lines) == case.get("tp", 1), lines or error_lines(sections.get(case["name"], "not run")))
@@ -357,6 +377,9 @@ def check_into_parameters(sections, cases):
         mapped = [line for line in lines if "mapped from the file's pages" in line]
         if placement == "mapped":
             check(f"{case['name']}: whole tensors mapped from the file's pages", len(mapped) == len(lines) > 0, lines)
+        if case.get("sharded"):  # every parameter is one stretch of its rank's file: nothing copied
+            check(f"{case['name']}: every parameter mapped, nothing copied",
+                  all(" 0.0 MB of 0 tensors read straight" in line for line in lines) and len(lines) > 0, lines)
         elif placement == "arena":
             check(f"{case['name']}: nothing mapped", not mapped, lines)
 

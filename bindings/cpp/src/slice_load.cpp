@@ -20,7 +20,8 @@
 // tensors, so the covering whole tensors are read through the normal load() and the slices cut
 // out of them in memory (that reads the whole tensors). Meta tensors give zeros.
 // LoadOptions::dtype converts on the CPU after the read; device="cuda:N" slices on the host
-// and uploads the slices (host memory: the slices' size), which keeps one path for all cases.
+// and uploads the slices (host memory: the slices' size), which keeps one path for all cases,
+// into the caller's device memory where a request gives it (a parameter: no device block).
 #include "deserializer_impl.hpp"
 #include "gpu/device_name.hpp"
 #include "ringload/host_arena.hpp"
@@ -54,19 +55,35 @@ struct SlicePlace {
     DType stored = DType::uint8;
     DType loaded = DType::uint8;
     bool converts = false;
-    std::byte* given = nullptr; // SliceRequest::destination
-    std::size_t out_offset = 0; // in the result arena, where not given
+    std::byte* given = nullptr; // SliceRequest::destination, on the host
+    std::size_t out_offset = 0; // in the result arena (the host's), where not given
     std::size_t raw_offset = 0; // converting requests: their stored bytes in the raw scratch
+    // A device load: the slice is cut on the host (at out_offset) and uploaded to the caller's
+    // device memory, or to device_offset in the load's own device block.
+    std::byte* device_given = nullptr;
+    std::size_t device_offset = 0;
 };
 
 struct SliceLayout {
     std::vector<SlicePlace> places; // per request
     std::size_t out_bytes = 0;
     std::size_t raw_bytes = 0;
+    std::size_t device_bytes = 0; // the device block: the requests without a destination
 };
 
+// A request's output: `given` (the caller's memory), else the next `length` bytes of a block
+// now `bytes` long.
+void place_output(std::byte* given, std::size_t length, std::byte*& place_given, std::size_t& place_offset,
+                  std::size_t& bytes) {
+    place_given = given;
+    if (given == nullptr) {
+        place_offset = bytes;
+        bytes = align_tensor_offset(bytes + length);
+    }
+}
+
 Result<SliceLayout> plan_slices(const Index& index, std::span<const SliceRequest> requests, const LoadOptions& options,
-                                const std::string& source) {
+                                bool on_device, const std::string& source) {
     SliceLayout layout;
     for (const auto& request : requests) {
         if (request.tensor_index >= index.tensors.size()) {
@@ -88,10 +105,12 @@ Result<SliceLayout> plan_slices(const Index& index, std::span<const SliceRequest
             place.raw_offset = layout.raw_bytes;
             layout.raw_bytes = align_tensor_offset(layout.raw_bytes + place.numel * itemsize(place.stored));
         }
-        place.given = request.destination;
-        if (place.given == nullptr) {
-            place.out_offset = layout.out_bytes;
-            layout.out_bytes = align_tensor_offset(layout.out_bytes + place.numel * itemsize(place.loaded));
+        const std::size_t length = place.numel * itemsize(place.loaded);
+        if (on_device) { // cut on the host in the arena, uploaded to the destination
+            place_output(nullptr, length, place.given, place.out_offset, layout.out_bytes);
+            place_output(request.destination, length, place.device_given, place.device_offset, layout.device_bytes);
+        } else {
+            place_output(request.destination, length, place.given, place.out_offset, layout.out_bytes);
         }
         layout.places.push_back(std::move(place));
     }
@@ -225,9 +244,15 @@ void cut_slices(const LoadedModel& whole, const std::vector<std::size_t>& wanted
     }
 }
 
-// The result's tensors, in request order, at their places in `memory`.
+// Where a device load's request lands: the caller's device memory, else the load's block.
+std::byte* device_output_of(const SlicePlace& place, std::byte* block) {
+    return place.device_given != nullptr ? place.device_given : block + place.device_offset;
+}
+
+// The result's tensors, in request order, at their places in `memory` (the host arena, or on
+// a device load the device block).
 void fill_slices(LoadedModel& model, const Index& index, std::span<const SliceRequest> requests,
-                 const SliceLayout& layout, std::byte* memory) {
+                 const SliceLayout& layout, std::byte* memory, bool on_device) {
     for (std::size_t r = 0; r < requests.size(); ++r) {
         const SlicePlace& place = layout.places[r];
         TensorInfo info = index.tensors[requests[r].tensor_index];
@@ -237,22 +262,10 @@ void fill_slices(LoadedModel& model, const Index& index, std::span<const SliceRe
         info.strides.clear();
         info.storage_index.reset();
         info.storage_offset = 0;
-        model.tensors.push_back({info, {output_of(place, memory), info.byte_length}, {}});
+        std::byte* at = on_device ? device_output_of(place, memory) : output_of(place, memory);
+        model.tensors.push_back({info, {at, info.byte_length}, {}});
         model.bytes += info.byte_length;
     }
-}
-
-// Slices read straight into caller memory are host memory: the device path cuts on the host
-// and uploads into a block of its own.
-Result<void> check_no_destinations(std::span<const SliceRequest> requests, const std::string& device,
-                                   const std::string& source) {
-    for (const auto& request : requests) {
-        if (request.destination != nullptr) {
-            return fail(errc::invalid_argument, source + ": slices with destinations are read on the CPU only, not " +
-                                                    "on " + device + " (load them without, or into host memory)");
-        }
-    }
-    return {};
 }
 
 // The helpers below that need the deserializer's state take its Impl as a template parameter:
@@ -380,8 +393,9 @@ Result<RunStats> read_whole_tensors(Deserializer& self, std::span<const SliceReq
     return stats;
 }
 
-// Queues each slice's copy from the host into `device` (through page-locked staging).
-Result<void> queue_uploads(DeviceLink& link, std::byte* device, const SliceLayout& layout, const HostArena& host) {
+// Queues each slice's copy from the host into its place on the device: the caller's memory
+// (a parameter) or the load's `block` (through page-locked staging).
+Result<void> queue_uploads(DeviceLink& link, std::byte* block, const SliceLayout& layout, const HostArena& host) {
     for (const auto& place : layout.places) {
         const std::size_t length = place.numel * itemsize(place.loaded);
         if (length == 0) {
@@ -389,7 +403,7 @@ Result<void> queue_uploads(DeviceLink& link, std::byte* device, const SliceLayou
         }
         RL_TRY(staging, link.staging(length));
         std::memcpy(staging.get(), host.data() + place.out_offset, length);
-        RL_TRY_VOID(link.upload(device + place.out_offset, staging.get(), length, staging));
+        RL_TRY_VOID(link.upload(device_output_of(place, block), staging.get(), length, staging));
     }
     return link.synchronize();
 }
@@ -403,13 +417,13 @@ Result<LoadedModel> upload_slices(DeserializerImpl& impl, int ordinal, const Loa
     DeviceLink& link = *opened_link;
     RL_TRY_VOID(link.order_after_default_stream());
     (void)link.take_scratch_peak_bytes();
-    RL_TRY(memory, allocate_device_block(ordinal, layout.out_bytes));
+    RL_TRY(memory, allocate_device_block(ordinal, layout.device_bytes));
     auto uploaded = queue_uploads(link, memory.get(), layout, host);
     if (!uploaded) {
         (void)link.synchronize(); // copies still queued must not outlive `memory`
         return uploaded.error();
     }
-    return impl.device_model(link, memory, layout.out_bytes, stats);
+    return impl.device_model(link, memory, layout.device_bytes, stats);
 }
 
 } // namespace
@@ -419,9 +433,8 @@ Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requ
     const auto started = std::chrono::steady_clock::now();
     RL_TRY(ordinal, gpu::parse_device(options.device));
     const Index& index = impl_->index;
-    RL_TRY(layout, plan_slices(index, requests, options, impl_->source_name()));
+    RL_TRY(layout, plan_slices(index, requests, options, ordinal != gpu::cpu_ordinal, impl_->source_name()));
     if (ordinal != gpu::cpu_ordinal) { // a device that cannot be used fails before anything is read
-        RL_TRY_VOID(check_no_destinations(requests, options.device, impl_->source_name()));
         RL_TRY(ring, impl_->ring_for(options));
         RL_TRY_VOID(impl_->link_for(ordinal, *ring));
     }
@@ -455,11 +468,11 @@ Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requ
         model.bytes_read = read.bytes_read;
         model.how =
             from_mapping ? "copied from the file's mapping (cached), slices" : impl_->source->describe() + ", slices";
-        fill_slices(model, index, requests, layout, arena->data());
+        fill_slices(model, index, requests, layout, arena->data(), false);
     } else {
         RL_TRY(uploaded, upload_slices(*impl_, ordinal, options, layout, *arena, read));
         model = std::move(uploaded);
-        fill_slices(model, index, requests, layout, model.device_memory.get());
+        fill_slices(model, index, requests, layout, model.device_memory.get(), true);
     }
     model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return model;

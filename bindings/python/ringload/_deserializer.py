@@ -183,7 +183,7 @@ class _Entry:
     """One tensor of the index."""
 
     __slots__ = ("index", "name", "path", "dtype", "shape", "is_meta", "module_index", "tensor_type",
-                 "byte_length", "data_length")
+                 "byte_length", "data_length", "data_offset")
 
     def __init__(self, row: dict):
         self.index = row["index"]
@@ -193,13 +193,14 @@ class _Entry:
         self.dtype, self.shape = row["dtype"], tuple(row["shape"])
         self.is_meta, self.byte_length, self.data_length = row["is_meta"], row["byte_length"], row["data_length"]
         self.module_index, self.tensor_type = row["module_index"], row["tensor_type"]
+        self.data_offset = row["data_offset"]  # where its bytes start in the source
 
     @classmethod
     def _from_tuple(cls, row: tuple) -> "_Entry":
         """From the engine's tensor_rows() (no dict per tensor: a million-tensor index)."""
         entry = cls.__new__(cls)
         (entry.index, raw_name, entry.path, entry.dtype, entry.shape, entry.byte_length, entry.data_length,
-         entry.is_meta, entry.module_index, entry.tensor_type) = row
+         entry.is_meta, entry.module_index, entry.tensor_type, entry.data_offset) = row
         entry.name = _name_of(raw_name, entry.path)
         return entry
 

@@ -8,11 +8,11 @@ with are read in the same pass into memory of their own and handed to `load_weig
     report.loaded            # what load_weights said it loaded, both ways
     report.straight_bytes    # bytes read into parameters; report.handed_bytes: handed over
 
-With `model` and map_files, a parameter that takes a whole tensor (or whole rows of it) as
-stored, from a local unencrypted safetensors file, is instead backed by the file's own pages,
-mapped copy-on-write: no byte is copied or written, and the kernel's page cache holds them (its
-storage is replaced: that parameter's data_ptr changes). The rest is copied straight in.
-Host parameters only (the plan hands over anything copied to a device).
+With `model` and map_files, a parameter that one stretch of a local unencrypted safetensors
+file fills whole as stored (a whole tensor, whole rows of one, or fused tensors stored back to
+back) is instead backed by the file's own pages, mapped copy-on-write (_parameter_mapping.py:
+no byte copied or written; that parameter's data_ptr changes). The rest is copied straight in.
+Device parameters with `devices=True` (else the plan hands over anything copied to a device).
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Set, Tuple
 
 from ._deserializer import _dtype_name
+from ._parameter_mapping import ModelParameters, map_spans, mappable_spans
 from ._parameter_plan import Piece, learn_plan
 from ._slices import slice_bytes
 from ._tensors import to_torch
-from .errors import RingloadError
 
 
 @dataclass
@@ -33,9 +33,11 @@ class ParameterLoadReport:
     straight_bytes: int = 0  # read straight into parameters
     straight_tensors: int = 0
     mapped_bytes: int = 0  # parameters backed by the file's pages (map_files)
-    mapped_tensors: int = 0
+    mapped_parameters: int = 0
     handed_bytes: int = 0  # read into memory of their own and handed to load_weights
     handed: Dict[str, str] = field(default_factory=dict)  # name -> why
+    group_bytes: int = 0  # tensors read whole by one rank of the group, then handed to load_weights
+    group_tensors: int = 0
     bytes_read: int = 0  # from the sources
     plan_seconds: float = 0.0
     seconds: float = 0.0
@@ -43,11 +45,14 @@ class ParameterLoadReport:
     def summary(self) -> str:
         reasons = sorted(set(self.handed.values()))
         why = f" ({'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""
-        mapped = (f"{self.mapped_bytes / 1e6:.1f} MB of {self.mapped_tensors} tensors mapped from the file's "
-                  f"pages, " if self.mapped_tensors else "")
+        mapped = (f"{self.mapped_bytes / 1e6:.1f} MB of {self.mapped_parameters} parameters mapped from the "
+                  f"file's pages, " if self.mapped_parameters else "")
+        group = (f"{self.group_bytes / 1e6:.1f} MB of {self.group_tensors} tensors read whole by one rank and "
+                 f"shared over the group, " if self.group_tensors else "")
         return (f"{mapped}{self.straight_bytes / 1e6:.1f} MB of {self.straight_tensors} tensors read straight into "
                 f"the parameters, {self.handed_bytes / 1e6:.1f} MB of {len(self.handed)} handed to load_weights{why}; "
-                f"{self.bytes_read / 1e6:.1f} MB read, plan {self.plan_seconds:.2f} s, all {self.seconds:.2f} s")
+                f"{group}{self.bytes_read / 1e6:.1f} MB read, plan {self.plan_seconds:.2f} s, "
+                f"all {self.seconds:.2f} s")
 
 
 # TensorDeserializer keywords that are not the open's (placement: map_files decides).
@@ -89,86 +94,88 @@ def _open_all(sources: List[str], kwargs: dict, map_files):
     return opened, where
 
 
-def _whole_parameters(model) -> Dict[int, object]:
-    """The model's parameters and buffers by address (tied ones once)."""
-    found = {}
-    if model is not None:
-        for _, tensor in list(model.named_parameters()) + list(model.named_buffers()):
-            if tensor.device.type == "cpu" and tensor.numel() > 0:
-                found.setdefault(tensor.data_ptr(), tensor)
-    return found
-
-
-def _mapped_target(piece, entry, parameters):
-    """The parameter `piece` fills whole from whole rows of `entry` as stored, or None."""
-    destination = piece.destination
-    target = parameters.get(destination.data_ptr())
-    if (target is None or target.numel() != destination.numel() or _dtype_name(target.dtype) != entry.dtype
-            or not target.is_contiguous()):
-        return None
-    if any((start, stop) != (0, size) for (start, stop), size in zip(piece.ranges[1:], entry.shape[1:])):
-        return None  # not whole rows: not one stretch of the file
-    return target
-
-
-def _map_parameters(deserializer, entries, planned: Dict[str, List[Piece]], parameters,
-                    report: ParameterLoadReport) -> set:
-    """Backs the parameters that take whole rows as stored by the file's pages (one engine load
-    with the mapped placement); returns the names done."""
-    chosen = []
+def _map_parameters(deserializer, entries, planned: Dict[str, List[Piece]], parameters: ModelParameters,
+                    report: ParameterLoadReport, whole_tensors: bool = False) -> Dict[str, List[Piece]]:
+    """Backs the parameters one stretch of this file fills whole by the file's pages
+    (_parameter_mapping.py); returns the pieces left to copy in."""
+    spans, mapped_bytes = map_spans(deserializer, mappable_spans(entries, planned, parameters, whole_tensors))
+    report.bytes_read += mapped_bytes
+    done = set()
+    for span in spans:
+        report.mapped_bytes += span.nbytes
+        report.mapped_parameters += 1
+        done.update(id(part.piece) for part in span.parts)
+    left = {}
     for entry in entries:
-        pieces = planned.get(entry.name, ())
-        targets = [_mapped_target(piece, entry, parameters) for piece in pieces]
-        if pieces and all(target is not None for target in targets):
-            chosen.append((entry, list(zip(pieces, targets))))
-    if not chosen:
-        return set()
-    try:
-        loaded = deserializer._engine.load([entry.index for entry, _ in chosen], device="cpu", contiguous=False)
-    except RingloadError:
-        return set()  # the engine cannot map this file (it says why for a load asking for it): copied in instead
-    report.bytes_read += loaded.bytes_read
-    for k, (entry, pairs) in enumerate(chosen):
-        tensor = to_torch(loaded, k, entry.dtype, tuple(entry.shape))
-        for piece, target in pairs:
-            start, stop = piece.ranges[0] if piece.ranges else (0, 1)
-            rows = tensor[start:stop] if piece.ranges else tensor
-            target.data = rows.reshape(target.shape)
-            report.mapped_bytes += slice_bytes(entry, piece.ranges)
-        report.mapped_tensors += 1
-    return {entry.name for entry, _ in chosen}
+        pieces = [piece for piece in planned.get(entry.name, ()) if id(piece) not in done]
+        if pieces:
+            left[entry.name] = pieces
+    return left
+
+
+def _device_of(tensor) -> str:
+    """A destination's device as the engine spells it."""
+    if tensor.device.type == "cuda":
+        return f"cuda:{tensor.device.index if tensor.device.index is not None else 0}"
+    return tensor.device.type
 
 
 def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_names, verify: bool,
-                 report: ParameterLoadReport):
+                 report: ParameterLoadReport, merge_gap=None):
     """One source's planned pieces into their places, and its handed tensors into memory of their
-    own (returned as (name, tensor) in file order). One engine pass per loaded dtype."""
-    groups: Dict[object, List[Tuple[object, list, int]]] = {}
+    own (returned as (name, tensor) in file order). One engine pass per loaded dtype and device.
+    merge_gap: the most bytes between two pieces read through rather than asked for apart (None:
+    the engine's; 0 in a group, where they are another rank's)."""
+    groups: Dict[Tuple[object, str], List[Tuple[object, list, int]]] = {}
     handed = []
     for entry in entries:
         if entry.name in handed_names:
-            whole = [(0, n) for n in entry.shape]
-            groups.setdefault(None, []).append((entry, whole, 0))
+            groups.setdefault((None, "cpu"), []).append((entry, [(0, n) for n in entry.shape], 0))
             handed.append(entry)
-            report.handed_bytes += slice_bytes(entry, whole)
             continue
         for piece in planned.get(entry.name, ()):
             wanted = _dtype_name(piece.destination.dtype)
-            groups.setdefault(None if wanted == entry.dtype else wanted, []).append(
-                (entry, piece.ranges, piece.destination.data_ptr()))
+            key = (None if wanted == entry.dtype else wanted, _device_of(piece.destination))
+            groups.setdefault(key, []).append((entry, piece.ranges, piece.destination.data_ptr()))
             report.straight_bytes += slice_bytes(entry, piece.ranges)
         report.straight_tensors += entry.name in planned
     tensors = {}
-    for dtype, requests in groups.items():
+    for (dtype, device), requests in groups.items():
+        if device != "cpu":
+            requests = _stream_whole_tensors(deserializer, requests, device, dtype, verify, report)
+            if not requests:
+                continue
         loaded = deserializer._engine.load_slices(
-            [(entry.index, ranges) for entry, ranges, _ in requests], device="cpu", dtype=dtype, verify=verify,
+            [(entry.index, ranges) for entry, ranges, _ in requests], device=device, dtype=dtype, verify=verify,
             slot_size=deserializer._slot_size, slot_count=deserializer._slot_count, threads=deserializer._threads,
-            destinations=[address for _, _, address in requests])
+            destinations=[address for _, _, address in requests], merge_gap=merge_gap)
         report.bytes_read += loaded.bytes_read
         for k, (entry, ranges, address) in enumerate(requests):
             if address == 0:
                 tensors[entry.name] = to_torch(loaded, k, entry.dtype, tuple(entry.shape))
     return [(entry.name, tensors[entry.name]) for entry in handed]
+
+
+def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bool, report: ParameterLoadReport):
+    """On a device, the requests for whole tensors (each once) go from the pinned ring straight
+    into their parameters (the engine's load with destinations: no host copy, no device memory
+    of the load's own); returns the others (rows of a tensor: cut on the host and uploaded)."""
+    whole, rest, seen = [], [], set()
+    for entry, ranges, address in requests:
+        if all((start, stop) == (0, size) for (start, stop), size in zip(ranges, entry.shape)) \
+                and entry.index not in seen:
+            seen.add(entry.index)
+            whole.append((entry, address))
+        else:
+            rest.append((entry, ranges, address))
+    if whole:
+        whole.sort(key=lambda item: item[0].index)
+        loaded = deserializer._engine.load(
+            [entry.index for entry, _ in whole], device=device, dtype=dtype, verify=verify,
+            destinations=[address for _, address in whole], slot_size=deserializer._slot_size,
+            slot_count=deserializer._slot_count, threads=deserializer._threads)
+        report.bytes_read += loaded.bytes_read
+    return rest
 
 
 def cpus_available() -> float:
@@ -197,34 +204,79 @@ def maps_files(placement: str):
 
 
 def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dict, model=None,
-                         map_files=False) -> ParameterLoadReport:
+                         map_files=False, group=None, devices: bool = False) -> ParameterLoadReport:
     """Loads `sources` (paths or URLs, any format) into the model whose `load_weights` is given;
     kwargs are TensorDeserializer's (verify_hash, encryption, the network and ring options).
-    map_files (with `model`): parameters that take whole rows as stored from a local safetensors
-    file are backed by its pages instead of copied into (True; "cached": where the file is in
-    the page cache)."""
+    map_files (with `model`): parameters that one stretch of a local safetensors file fills
+    whole are backed by its pages instead of copied into (True; "cached": where the file is in
+    the page cache). group: a torch.distributed group whose every rank calls this with its own
+    model (tensor parallelism): the ranks read the checkpoint once between them
+    (_parameter_group.py). devices: parameters in CUDA memory are read into as well (whole
+    tensors from the pinned ring straight into them, rows cut on the host and uploaded);
+    without, what goes to a device is handed over."""
     started = time.perf_counter()
     report = ParameterLoadReport()
     opened, where = _open_all(sources, kwargs, map_files if model is not None else False)
-    parameters = _whole_parameters(model) if map_files else {}
+    parameters = ModelParameters(model if map_files else None)
     try:
         checkpoint = [(name, tuple(entry.shape), entry.dtype) for name, (_, entry) in where.items()]
-        plan = learn_plan(load_weights, checkpoint)
+        plan = learn_plan(load_weights, checkpoint, devices)
         report.plan_seconds = time.perf_counter() - started
         report.loaded |= plan.loaded
         report.handed = dict(plan.handed)
-        verify = bool(kwargs.get("verify_hash", False))
-        planned = plan.planned()
-        for deserializer in opened:
-            entries = deserializer._entries
-            if deserializer._maps:
-                mapped = _map_parameters(deserializer, entries, planned, parameters, report)
-                entries = [entry for entry in entries if entry.name not in mapped]
-            handed = _read_source(deserializer, entries, planned, plan.handed, verify, report)
-            if handed:
-                report.loaded |= set(load_weights(iter(handed)) or ())
+        if group is None:
+            _read_all(opened, plan.planned(), set(plan.handed), kwargs, parameters, report, load_weights)
+        else:
+            _read_once_over(group, opened, where, plan, kwargs, parameters, report, load_weights)
     finally:
         for deserializer in opened:
             deserializer.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _read_all(opened, planned, handed: set, kwargs: dict, parameters, report: ParameterLoadReport,
+              load_weights: Callable) -> None:
+    """Each source's pieces into their places (mapped where the file allows it); its tensors
+    the loaders compute with to load_weights, source by source."""
+    verify = bool(kwargs.get("verify_hash", False))
+    for deserializer in opened:
+        entries = deserializer._entries
+        to_copy = _map_parameters(deserializer, entries, planned, parameters, report) if deserializer._maps \
+            else planned
+        whole = _read_source(deserializer, entries, to_copy, handed, verify, report)
+        report.handed_bytes += sum(tensor.numel() * tensor.element_size() for _, tensor in whole)
+        if whole:
+            report.loaded |= set(load_weights(iter(whole)) or ())
+
+
+def _read_once_over(group, opened, where, plan, kwargs: dict, parameters, report: ParameterLoadReport,
+                    load_weights: Callable) -> None:
+    """As _read_all, with the ranks of `group` splitting the reads (_parameter_group.py): each
+    its own rows straight in, the rest read whole by one rank and broadcast."""
+    from ._parameter_group import agree_reads_succeeded, exchange, share_over_group
+    whole_only = bool(kwargs.get("verify_hash")) or "encryption" in kwargs
+    checkpoint = [(name, tuple(entry.shape), slice_bytes(entry, [(0, n) for n in entry.shape]))
+                  for name, (_, entry) in where.items()]
+    share = share_over_group(group, checkpoint, plan.planned(), set(plan.handed), whole_only)
+    read, failure = {}, None
+    try:
+        for deserializer in opened:
+            entries = deserializer._entries
+            to_copy = _map_parameters(deserializer, entries, share.own, parameters, report, whole_tensors=True) \
+                if deserializer._maps else share.own
+            read.update(_read_source(deserializer, entries, to_copy, share.owned, bool(kwargs.get("verify_hash")),
+                                     report, merge_gap=0))
+    except Exception as error:  # told to every rank, raised on every rank
+        failure = f"{type(error).__name__}: {error}"
+    agree_reads_succeeded(group, failure)
+    received = exchange(group, share, read, {name: entry for name, (_, entry) in where.items()})
+    for name, tensor in received:
+        nbytes = tensor.numel() * tensor.element_size()
+        if name in plan.handed:
+            report.handed_bytes += nbytes
+        else:
+            report.group_bytes += nbytes
+            report.group_tensors += 1
+    if received:
+        report.loaded |= set(load_weights(iter(received)) or ())

@@ -138,7 +138,7 @@ def _byte_span(tensor) -> Optional[Tuple[int, int]]:
     return start, start + (reach + 1) * tensor.element_size()
 
 
-def _make_recorder(plan: Plan):
+def _make_recorder(plan: Plan, devices: bool):
     """A TorchFunctionMode that turns ops on stand-ins into the plan (see the module's text)."""
     import torch
     from torch.overrides import TorchFunctionMode
@@ -195,8 +195,8 @@ def _make_recorder(plan: Plan):
             destinations.add(span[0], span[1], name)
         if computed:
             return hand(name, computed)
-        if destination.device.type != "cpu":
-            return hand(name, f"copied to {destination.device} (read straight into host memory only)")
+        if destination.device.type != "cpu" and not (devices and destination.device.type == "cuda"):
+            return hand(name, f"copied to {destination.device} (not planned for this load)")
         if not destination.is_contiguous() or tuple(destination.shape) != tuple(source.shape):
             return hand(name, "copied into a strided or broadcast destination")
         stored, wanted = _dtype_name(source.dtype), _dtype_name(destination.dtype)
@@ -258,14 +258,14 @@ def _make_recorder(plan: Plan):
 
 
 def learn_plan(load_weights: Callable[[Iterable], Optional[Iterable[str]]],
-               checkpoint: List[Tuple[str, tuple, str]]) -> Plan:
+               checkpoint: List[Tuple[str, tuple, str]], devices: bool = False) -> Plan:
     """Runs `load_weights` over stand-ins of `checkpoint` ((name, shape, dtype name) each) and
     returns where each name's bytes go. Where the run fails as a whole (a loader that needs the
     values, such as .item()), each name is tried on its own, and the names whose run fails are
-    handed over."""
+    handed over. devices: copies into CUDA memory are planned too (else handed over)."""
     plan = Plan()
     try:
-        _run(plan, load_weights, checkpoint)
+        _run(plan, load_weights, checkpoint, devices)
         return plan
     except Exception:  # the loader needed values: one name at a time, so that only those fail
         pass
@@ -273,7 +273,7 @@ def learn_plan(load_weights: Callable[[Iterable], Optional[Iterable[str]]],
     for entry in checkpoint:
         attempt = Plan(handed=plan.handed)
         try:
-            _run(attempt, load_weights, [entry])
+            _run(attempt, load_weights, [entry], devices)
         except Exception as error:  # noqa: BLE001 (any failure hands the name over)
             plan.handed.setdefault(entry[0], f"its loader needs the values ({type(error).__name__}: {error})")
             continue
@@ -283,9 +283,9 @@ def learn_plan(load_weights: Callable[[Iterable], Optional[Iterable[str]]],
     return plan
 
 
-def _run(plan: Plan, load_weights, checkpoint) -> None:
+def _run(plan: Plan, load_weights, checkpoint, devices: bool) -> None:
     import torch
-    Recorder, stand_in = _make_recorder(plan)
+    Recorder, stand_in = _make_recorder(plan, devices)
 
     def stand_ins():
         for name, shape, dtype in checkpoint:

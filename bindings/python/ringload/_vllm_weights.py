@@ -15,7 +15,7 @@ import glob
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from ._crypto import DecryptionParams
 from ._opening import is_url
@@ -43,8 +43,8 @@ def _uris(value) -> bool:
     return isinstance(value, list) and value != [] and all(_text(item) for item in value)
 
 
-# name -> (check, what it must be); everything but uri, key_file, passphrase_file, read_once and
-# into_parameters goes to stream_tensors (TensorDeserializer's keyword arguments) under the same name.
+# name -> (check, what it must be); everything but uri, key_file, passphrase_file, read_once,
+# into_parameters and save_sharded_state goes to stream_tensors (TensorDeserializer's keyword arguments) under the same name.
 OPTIONS = {
     "uri": (_uris, "a path or URL (file, http(s)://, s3://, redis://), or a list of them"),
     "verify_hash": (lambda v: isinstance(v, bool), "true or false"),
@@ -68,6 +68,8 @@ OPTIONS = {
                   "ranks split the reading and share the bytes over their group)"),
     "into_parameters": (lambda v: isinstance(v, bool), "true or false (default true: on the CPU, each tensor is "
                         "read straight into the parameters the model's load_weights would copy it to)"),
+    "save_sharded_state": (_text, "a folder: after loading, each rank writes its parameters there in vLLM's "
+                           "pre-sharded layout (python -m ringload.vllm_convert --sharded)"),
 }
 
 
@@ -79,6 +81,7 @@ class LoaderOptions:
     stream_kwargs: dict = field(default_factory=dict)
     read_once: bool = True
     into_parameters: bool = True
+    save_sharded_state: Optional[str] = None  # a folder to write each rank's parameters to
 
 
 def parse_options(extra_config) -> LoaderOptions:
@@ -102,7 +105,8 @@ def parse_options(extra_config) -> LoaderOptions:
     uris = config.pop("uri", [])
     options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris),
                             read_once=config.pop("read_once", True),
-                            into_parameters=config.pop("into_parameters", True))
+                            into_parameters=config.pop("into_parameters", True),
+                            save_sharded_state=config.pop("save_sharded_state", None))
     encryption = _decryption(config.pop("key_file", None), config.pop("passphrase_file", None))
     if encryption is not None:
         config["encryption"] = encryption

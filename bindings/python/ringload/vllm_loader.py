@@ -16,9 +16,14 @@ load_weights would copy it to (ringload/_parameter_plan.py learns where from loa
 itself, run over stand-ins; tensors a weight loader computes with are handed to it as today;
 "into_parameters": false turns it off). On a GPU tensors are handed to load_weights as they
 land (ringload.stream_tensors), on the device vLLM built the model on, so reading overlaps
-vLLM's own work. With tensor parallelism the ranks read the checkpoint once between them
-(ringload's process_group=, over vLLM's own TP group; "read_once": false turns it off and,
-on the CPU, each rank reads its own rows and columns into its parameters).
+vLLM's own work. With tensor parallelism the ranks read the checkpoint once between them over
+vLLM's own TP group: on the CPU each rank reads its own rows straight into its parameters and
+the rest is read by one rank and shared (ringload/_parameter_group.py); on a GPU ringload's
+process_group= shares the bytes. "read_once": false turns it off (on the CPU each rank then
+reads its own rows and columns into its parameters). vLLM's pre-sharded layout
+(`model-rank-R-part-P.safetensors`, written by `python -m ringload.vllm_convert --sharded N`
+or by vLLM's own save_sharded_state) is read too: each rank its own files, every parameter
+mapped from them where the load maps.
 The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash, key_file or
 passphrase_file, the network ones, the ring's; an unknown one is refused.
 
@@ -32,6 +37,8 @@ import logging
 import os
 import time
 
+from ._vllm_sharded import FILE_NAME as _SHARDED_FILE
+from ._vllm_sharded import check_complete, rank_files, state_dict_loader, write_rank
 from ._vllm_weights import LoaderOptions, check_sources, find_weight_files, parse_options, stream_weights
 
 LOAD_FORMAT = "ringload"
@@ -78,40 +85,55 @@ def _loader_class(base):
             check_sources(self.sources(model_config))
 
         def sources(self, model_config) -> list:
-            """The weights' paths or URLs: the `uri` option, else the model folder's files."""
+            """The weights' paths or URLs: the `uri` option, else the model folder's files (in
+            vLLM's pre-sharded layout, this rank's own)."""
             if self.options.uris:
                 return list(self.options.uris)
             folder = getattr(model_config, "model_weights", None) or model_config.model
-            return find_weight_files(folder)
+            return _rank_files(folder) or find_weight_files(folder)
 
         def load_weights(self, model, model_config) -> None:
             sources = self.sources(model_config)
             check_sources(sources)
             device = _device_of(model)
             started = time.perf_counter()
-            group = _tensor_parallel_group(device) if self.options.read_once else None
-            if device == "cpu" and self.options.into_parameters and group is None:
-                loaded = self._into_parameters(model, sources)
+            own = _own_sharded(sources)
+            if own:
+                sources = own
+                loaded = self._into_parameters(model, sources, _state_of(model))  # each rank its own files
             else:
-                loaded = self._streamed(model, sources, device, group)
+                group = _tensor_parallel_group(device) if self.options.read_once else None
+                if device == "cpu" and self.options.into_parameters:
+                    loaded = self._into_parameters(model, sources, group=group)
+                else:
+                    loaded = self._streamed(model, sources, device, group)
+            if self.options.save_sharded_state is not None:
+                # The state after the load: mapped parameters have new storage.
+                path = write_rank(_state_of(model), self.options.save_sharded_state, _tensor_parallel_rank()[0])
+                _vllm_logger.info("ringload: this rank's parameters written to %s", path)
             # The CPUs this process may use: vLLM's CPU worker binds itself to its OpenMP cores, and
             # the engine's threads (started here) inherit that.
             _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
                               device, time.perf_counter() - started, len(os.sched_getaffinity(0)))
             _check_all_loaded(self, model, model_config, loaded, sources)
 
-        def _into_parameters(self, model, sources):
+        def _into_parameters(self, model, sources, sharded_state=None, group=None):
             """Each tensor read straight into the parameters load_weights would copy it to (the
-            plan is learned from load_weights itself; with tensor parallelism and read_once
-            false, each rank reads its own rows and columns), or, with placement "mapped" (and
-            "auto" on one CPU), parameters that take a whole tensor as stored from a local
-            safetensors file backed by its pages; what the model's loaders compute with is
-            handed over."""
+            plan is learned from load_weights itself; with tensor parallelism each rank reads its
+            own rows, and with read_once (a group) the rest is read once by one rank and shared
+            over the group, else each rank reads its own columns too), or, with placement "mapped" (and
+            "auto" on one CPU), parameters that one stretch of a local safetensors file fills
+            whole backed by its pages; what the model's loaders compute with is handed over.
+            sharded_state (the pre-sharded layout): the files hold this rank's parameters by
+            state_dict key, loaded as vLLM's ShardedStateLoader does."""
             from ._parameter_load import load_into_parameters, maps_files
             kwargs = self.options.stream_kwargs
-            report = load_into_parameters(sources, model.load_weights, kwargs, model=model,
-                                          map_files=maps_files(kwargs.get("placement", "auto")))
+            load = model.load_weights if sharded_state is None else state_dict_loader(sharded_state)
+            report = load_into_parameters(sources, load, kwargs, model=model,
+                                          map_files=maps_files(kwargs.get("placement", "auto")), group=group)
             _vllm_logger.info("ringload: %s", report.summary())
+            if sharded_state is not None:
+                check_complete(sharded_state, report.loaded, sources)
             return report.loaded
 
         def _streamed(self, model, sources, device, group):
@@ -124,6 +146,41 @@ def _loader_class(base):
             return model.load_weights(stream_weights(sources, device, stream_kwargs))
 
     return RingloadModelLoader
+
+
+def _tensor_parallel_rank():
+    """(rank, world size) of this worker in its tensor-parallel group ((0, 1) outside one)."""
+    try:
+        from vllm.distributed import get_tensor_model_parallel_rank, get_tensor_model_parallel_world_size
+        return get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
+    except (ImportError, AssertionError, AttributeError):
+        return 0, 1
+
+
+def _rank_files(folder: str):
+    """This rank's files where the folder holds vLLM's pre-sharded layout, else None."""
+    rank, world_size = _tensor_parallel_rank()
+    return rank_files(folder, rank, world_size)
+
+
+def _own_sharded(sources) -> list:
+    """This rank's files where every source is a file of the pre-sharded layout (a `uri` list
+    may name every rank's), else []."""
+    matches = [_SHARDED_FILE.search(os.path.basename(str(source))) for source in sources]
+    if not sources or not all(matches):
+        return []
+    rank = _tensor_parallel_rank()[0]
+    own = [source for source, match in zip(sources, matches) if int(match.group(1)) == rank]
+    if not own:
+        raise ValueError(f"ringload: none of {', '.join(sources)} is tensor-parallel rank {rank}'s")
+    return own
+
+
+def _state_of(model) -> dict:
+    """The model's state_dict without tensors that share memory with another (as vLLM's
+    ShardedStateLoader keeps it: one key per stretch of memory)."""
+    from vllm.model_executor.model_loader.sharded_state_loader import ShardedStateLoader
+    return ShardedStateLoader._filter_subtensors(model.state_dict())
 
 
 def _tensor_parallel_group(device: str):

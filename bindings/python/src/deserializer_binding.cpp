@@ -116,6 +116,7 @@ nb::dict tensor_dict(const TensorInfo& info, std::size_t index) {
     row["shape"] = nb::tuple(shape);
     row["byte_length"] = info.byte_length;
     row["data_length"] = info.data_length_bytes;
+    row["data_offset"] = info.data_offset_bytes;
     row["is_meta"] = info.is_meta;
     row["module_index"] = info.module_index;
     row["tensor_type"] = info.tensor_type;
@@ -123,7 +124,7 @@ nb::dict tensor_dict(const TensorInfo& info, std::size_t index) {
 }
 
 // tensor_dict's fields as a tuple, in _Entry's order (index, name, path, dtype, shape,
-// byte_length, data_length, is_meta, module_index, tensor_type): no dict and no key strings
+// byte_length, data_length, is_meta, module_index, tensor_type, data_offset): no dict and no key strings
 // per tensor, for indexes of a million tensors.
 nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index) {
     nb::object path = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.path.size())));
@@ -136,7 +137,8 @@ nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index) {
     }
     return nb::make_tuple(index, nb::bytes(info.name.data(), info.name.size()), path,
                           nb::str(torch_name(info.dtype).data(), torch_name(info.dtype).size()), shape,
-                          info.byte_length, info.data_length_bytes, info.is_meta, info.module_index, info.tensor_type);
+                          info.byte_length, info.data_length_bytes, info.is_meta, info.module_index, info.tensor_type,
+                          info.data_offset_bytes);
 }
 
 // One load's tensors and what owns their memory.
@@ -311,7 +313,7 @@ public:
 
     // Slices of tensors, all read in one pass (Deserializer::load_slices): requests are
     // (tensor index, [(start, stop) per dimension]); tensor k of the result is request k;
-    // destinations (one per request, 0 for none): host addresses the slices are read into.
+    // destinations (one per request, 0 for none): addresses on `device` the slices go to.
     std::shared_ptr<Loaded> load_slices(
         const std::vector<std::pair<std::size_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>>& requests,
         const std::string& device, std::optional<std::string> dtype, bool verify, std::size_t slot_size,
@@ -498,7 +500,7 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
              nb::arg("destinations").none() = nb::none(),
              "Reads slices: requests are (tensor index, [(start, stop) per dimension]), all in one pass (GIL "
              "released); tensor k of the result is request k; merge_gap: gaps up to this many bytes are read "
-             "through (None: automatic); destinations: per request a host address to read the slice into "
+             "through (None: automatic); destinations: per request an address on `device` to put the slice "
              "(C order, as loaded), 0 for the result's own memory")
         .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
              nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
@@ -551,7 +553,7 @@ void bind_deserializer(nb::module_& m) {
         .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
         .def("tensor_rows", &PyDeserializer::tensor_rows,
              "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "
-             "module_index, tensor_type), in file order: tensors() without a dict per tensor")
+             "module_index, tensor_type, data_offset), in file order: tensors() without a dict per tensor")
         .def("plan_shares", &share_plan_tuple, nb::arg("indices"), nb::arg("dtype").none(), nb::arg("world_size"),
              nb::arg("split_rows"), nb::arg("round_bytes"),
              "ringload/share_plan.hpp's plan for reading `indices` once over `world_size` ranks: (tensor offsets "

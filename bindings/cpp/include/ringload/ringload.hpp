@@ -199,9 +199,10 @@ struct SliceRange {
 struct SliceRequest {
     std::size_t tensor_index = 0; // into Index::tensors
     std::vector<SliceRange> ranges;
-    // Host memory for the slice's bytes as loaded (C order, LoadOptions::dtype applied), owned by
-    // the caller, e.g. a parameter's rows: the runs are read straight there and the result's
-    // tensor points at it. Null: the result's arena. CPU loads only (a device load with one fails).
+    // Memory on LoadOptions::device for the slice's bytes as loaded (C order, LoadOptions::dtype
+    // applied), owned by the caller, e.g. a parameter's rows: on the CPU the runs are read
+    // straight there; on a device the slice is cut on the host and uploaded there (no device
+    // memory of the load's own for it). The result's tensor points at it. Null: the load's own.
     std::byte* destination = nullptr;
 };
 

@@ -1,0 +1,129 @@
+"""Read once over a tensor-parallel group, straight into each rank's parameters
+(_parameter_load.py's `group`).
+
+Every rank learns its own plan (its rows and columns of each tensor), then the ranks tell each
+other what they want (all_gather_object) and split the checkpoint the same way on every rank:
+
+  - a tensor the ranks want as disjoint whole-row ranges (column-parallel weights, vocabulary-
+    parallel embeddings) is read by each rank itself, its own rows straight into its own
+    parameters: together they read it once, and nothing moves over the group;
+  - any other wanted tensor (replicated ones such as norms; column cuts, whose rows the reader
+    would read through; one a loader computes with; every tensor of an encrypted or verified
+    file, whose hashes and seals cover whole tensors) is read whole by one rank (the one with
+    the fewest such bytes so far) and broadcast to the ranks that want it, each of which hands
+    it to its load_weights as the default loader would.
+
+Failure: the ranks agree (all_reduce) that every read succeeded before anything moves; if one
+failed, every rank raises the same error naming that rank, and no rank loads a tensor another
+could not read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Set, Tuple
+
+from ._parameter_plan import Piece
+from ._tensors import torch_dtype
+
+
+@dataclass
+class GroupShare:
+    own: Dict[str, List[Piece]] = field(default_factory=dict)  # pieces this rank reads straight in
+    owned: Set[str] = field(default_factory=set)  # whole tensors this rank reads for the group
+    # (name, reading rank, ranks that want it), in one order on every rank.
+    shared: List[Tuple[str, int, List[int]]] = field(default_factory=list)
+
+
+def _overlap(a, b) -> bool:
+    return all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(a, b))
+
+
+def _whole_rows(box, shape) -> bool:
+    return all((start, stop) == (0, size) for (start, stop), size in zip(box[1:], shape[1:]))
+
+
+def _split_by_rows(wants, shape) -> bool:
+    """Each wanting rank takes whole rows only, and no two ranks the same ones."""
+    boxes = [(rank, box) for rank, (planned, _) in wants for box in planned]
+    if any(not _whole_rows(box, shape) for _, box in boxes):
+        return False
+    return not any(_overlap(a, b) for k, (rank_a, a) in enumerate(boxes) for rank_b, b in boxes[k + 1:]
+                   if rank_a != rank_b)
+
+
+def share_over_group(group, checkpoint, planned: Dict[str, List[Piece]], handed: Set[str],
+                     whole_only: bool) -> GroupShare:
+    """The group's split of `checkpoint` ((name, shape, bytes) in one order on every rank);
+    whole_only: every tensor read whole by one rank (encrypted or verified files)."""
+    import torch.distributed as dist
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    mine = ({name: [piece.ranges for piece in pieces] for name, pieces in planned.items()}, sorted(handed))
+    everyone = [None] * world_size
+    dist.all_gather_object(everyone, mine, group=group)
+    share = GroupShare()
+    reading = [0] * world_size  # bytes each rank reads whole for the group
+    for name, shape, nbytes in checkpoint:
+        wants = [(r, (boxes.get(name, ()), name in whole)) for r, (boxes, whole) in enumerate(everyone)
+                 if name in boxes or name in whole]
+        if not wants:
+            continue
+        if not whole_only and not any(whole for _, (_, whole) in wants) and _split_by_rows(
+                [(r, (boxes, whole)) for r, (boxes, whole) in wants], shape):
+            if name in planned:
+                share.own[name] = planned[name]
+            continue
+        ranks = [r for r, _ in wants]
+        reader = min(ranks, key=lambda r: (reading[r], r))
+        reading[reader] += nbytes
+        if reader == rank:
+            share.owned.add(name)
+        share.shared.append((name, reader, ranks))
+    return share
+
+
+def _global_rank(dist, group, group_rank: int) -> int:
+    if group is None or group == dist.group.WORLD:
+        return group_rank
+    return dist.get_global_rank(group, group_rank)
+
+
+def agree_reads_succeeded(group, failure) -> None:
+    """Raises on every rank if any rank's reads failed (failure: its error text, or None)."""
+    import torch
+    import torch.distributed as dist
+    world_size = dist.get_world_size(group)
+    failed = torch.tensor([0 if failure is None else 1], dtype=torch.int32)
+    dist.all_reduce(failed, op=dist.ReduceOp.MAX, group=group)
+    if int(failed.item()) == 0:
+        return
+    outcomes = [None] * world_size
+    dist.all_gather_object(outcomes, failure, group=group)
+    reader, text = next((r, text) for r, text in enumerate(outcomes) if text is not None)
+    raise RuntimeError(f"ringload: rank {reader} of {world_size} could not read its share of the checkpoint: {text}")
+
+
+def exchange(group, share: GroupShare, read: Dict[str, object], entries: Dict[str, object]) -> List[tuple]:
+    """Broadcasts each shared tensor from its reader; returns (name, tensor) for those this
+    rank wants, in the shared order."""
+    import torch
+    import torch.distributed as dist
+    rank = dist.get_rank(group)
+    received, works = [], []
+    for name, reader, ranks in share.shared:
+        if len(ranks) == 1:
+            if reader == rank:
+                received.append((name, read[name]))
+            continue
+        entry = entries[name]
+        if reader == rank:
+            tensor = read[name].contiguous()
+        else:
+            tensor = torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
+        if tensor.numel() > 0:  # as bytes: gloo lacks some dtypes
+            works.append(dist.broadcast(tensor.reshape(-1).view(torch.uint8), src=_global_rank(dist, group, reader),
+                                        group=group, async_op=True))
+        if rank in ranks:
+            received.append((name, tensor))
+    for work in works:
+        work.wait()
+    return received

@@ -8,8 +8,12 @@
 #   2. the same load tests under compute-sanitizer memcheck, racecheck and initcheck;
 #   3. bench/gpu_load.sh (hot cache vs pinned H2D, cold cache vs O_DIRECT, peak RSS), then
 #      bench/gpu_python_load.py (ringload vs safetensors' own cuda load, hot and cold);
+#   1d. straight into CUDA parameters (tests/bindings/parameter_load_test.py -k cuda);
 #   3b. bench/transformers_load.py on cuda (transformers' own from_pretrained vs ringload's
 #      reads, hot and cold, with the extra device memory each holds), where transformers is;
+#   3c. bench/parameters_load.py: a vLLM-shaped stand-in whose parameters are made on the GPU
+#      first, loaded by safetensors (CPU, then copied), safetensors to the device (then copied
+#      device to device) and ringload straight into them, hot and cold;
 #   4. `ringload bench` on the GPU (issue #7): the pinned-copy limits, and the load of a
 #      synthetic GPT-2 XL (GPU_BENCH_MODEL to use another) to cuda with ringload and every peer
 #      installed here, with peak device memory per system (gpu-*.json, gpu-load.png).
@@ -44,6 +48,10 @@ echo "=== 1c. read once per group with the tensors on the GPU (NCCL with a GPU p
 RINGLOAD_DISTRIBUTED_DEVICE=cuda PYTHONPATH=$build/bindings/python RINGLOAD_TEST_DATA=$RINGLOAD_TEST_DATA_DIR \
     "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider tests/bindings/distributed_test.py -k "not http"
 
+echo "=== 1d. straight into CUDA parameters (issue #37: whole tensors from the ring, rows uploaded)"
+PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" -m pytest -q -rs -p no:cacheprovider \
+    tests/bindings/parameter_load_test.py -k cuda
+
 echo "=== 2. compute-sanitizer (memcheck, racecheck, initcheck) on the load tests"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 filter='GpuLoad.EveryFixture*:GpuLoad.Conversion*:GpuLoad.CallerDestinations*'
@@ -68,6 +76,12 @@ if "${PYTHON:-python3}" -c "import transformers" 2>/dev/null; then # 3+ GB: 24 l
             --dtype bfloat16 --device cuda --cache "$cache" --runs 3 || true
     done
 fi
+
+echo "=== 3c. a vLLM-shaped stand-in on the GPU, its parameters made first (issue #37), hot and cold"
+for cache in hot cold; do # 3.2 GB: 24 layers x 2048, bfloat16
+    PYTHONPATH=$build/bindings/python "${PYTHON:-python3}" bench/parameters_load.py --device cuda \
+        --cache "$cache" --runs 3 || true
+done
 
 echo "=== 4. ringload bench on the GPU"
 ringload=$build/bindings/cli/ringload

@@ -321,3 +321,29 @@ def test_boxes_of_views():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (scripts/gpu_check.sh runs this on a GPU)")
+@pytest.mark.parametrize("kind", ["safetensors", "tensorizer"])
+def test_straight_into_cuda_parameters(kind, tensors, reference, tmp_path):
+    """devices=True: whole tensors (q/k/v into the fused rows, lm_head, the bfloat16 buffer
+    converted to float32 on the way) go from the pinned ring into the CUDA parameters, the
+    row-parallel columns are cut on the host and uploaded into theirs; the loaders that compute
+    are handed CPU tensors as before. Same values as the reference, no storage replaced, no
+    device memory of the load's own beyond its scratch."""
+    path = write_checkpoint(kind, tensors, str(tmp_path))
+    model = ServerLikeModel().to("cuda")
+    before = data_pointers(model)
+    torch.cuda.synchronize()
+    allocated = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    report = load_into_parameters([path], model.load_weights, {}, model=model, devices=True)
+    torch.cuda.synchronize()
+    assert data_pointers(model) == before, "a parameter's storage was replaced"
+    for name, expected in list(reference.named_parameters()) + list(reference.named_buffers()):
+        got = dict(list(model.named_parameters()) + list(model.named_buffers()))[name]
+        assert got.device.type == "cuda" and torch.equal(got.cpu(), expected), name
+    assert set(report.handed) == {"norm.weight", "rotary.weight", "scale"}, report.handed
+    assert report.straight_tensors >= 7, report.summary()
+    # What the handed ones need on the device (load_weights' own temporaries), not the model's size again.
+    assert torch.cuda.max_memory_allocated() - allocated < 4 << 20

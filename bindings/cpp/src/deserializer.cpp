@@ -379,7 +379,9 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
     // The ring is allocated, pre-faulted and registered once per deserializer, here, so that
     // loads (a server may run many) start reading at once. A load with other ring options
     // replaces it.
-    RL_TRY_VOID(impl->ring_for(LoadOptions{}));
+    if (options.ring_at_open) {
+        RL_TRY_VOID(impl->ring_for(LoadOptions{}));
+    }
     return Deserializer(std::move(impl));
 }
 

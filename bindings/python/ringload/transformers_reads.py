@@ -81,6 +81,14 @@ def _local_path(filename) -> bool:
     return "://" not in text or text.startswith("file://")
 
 
+def _cached(filename) -> bool:
+    """The file is mostly in the page cache (the engine's read_mode "auto" test): mapped, its
+    pages are the parameters; cold, O_DIRECT reads into memory of the load's own were faster
+    than faulting a mapping in (docs/benchmarks.md)."""
+    from . import _ringload
+    return _ringload.mostly_in_page_cache(_key_of(filename))
+
+
 def _key_of(filename) -> str:
     text = str(filename)
     return os.path.realpath(text[len("file://"):] if text.startswith("file://") else text)
@@ -100,7 +108,7 @@ class _Opened:
         self._chosen = placement == "auto"  # the placement is ours to choose (and to change)
         if self._chosen:
             placement = "mapped" if _is_cpu(device) and _local_path(filename) and framework in ("pt", "torch") \
-                else "auto"
+                and _cached(filename) else "auto"
         self.placement = placement
         self.file = self._open(placement)
         self._tensors: Optional[dict] = None

@@ -181,6 +181,7 @@ public:
         : placement_(placement_from_text(placement)) {
         OpenOptions options;
         options.network = network;
+        options.ring_at_open = placement_ != Placement::mapped_file; // its loads map the file's pages
         if (read_mode == "direct") {
             options.read_mode = ReadMode::direct;
         } else if (read_mode == "buffered") {

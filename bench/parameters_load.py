@@ -30,6 +30,8 @@ import statistics
 import subprocess
 import sys
 
+from page_cache import prepare_page_cache
+
 CHILD = r'''
 import json, os, sys, time
 loader, path, device, dtype_name, layers, hidden = sys.argv[1:7]
@@ -130,17 +132,6 @@ def make_checkpoint(args) -> str:
     return path
 
 
-def prepare_cache(path, cache):
-    os.sync()
-    if cache == "hot":
-        with open(path, "rb") as file:
-            while file.read(16 << 20):
-                pass
-        return
-    with open("/proc/sys/vm/drop_caches", "w") as file:
-        file.write("3\n")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", default="/tmp/ringload-parameters-bench")
@@ -158,7 +149,7 @@ def main():
     reference = None
     for run in range(args.runs):
         for name in (names if run % 2 == 0 else names[::-1]):
-            prepare_cache(path, args.cache)
+            prepare_page_cache(path, args.cache)
             done = subprocess.run([sys.executable, "-c", CHILD, name, path, args.device, args.dtype, str(args.layers),
                                    str(args.hidden)], capture_output=True, text=True, timeout=1800)
             lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]

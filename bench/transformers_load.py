@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from page_cache import prepare_page_cache
+
 CHILD = r'''
 import json, os, sys, time
 loader, folder, device, dtype_name = sys.argv[1:5]
@@ -86,19 +88,8 @@ def make_model(args):
     return folder
 
 
-def prepare_cache(path, cache):
-    os.sync()
-    if cache == "hot":
-        with open(path, "rb") as file:
-            while file.read(16 << 20):
-                pass
-        return
-    with open("/proc/sys/vm/drop_caches", "w") as file:
-        file.write("3\n")
-
-
 def run_one(args, folder, loader):
-    prepare_cache(os.path.join(folder, "model.safetensors"), args.cache)
+    prepare_page_cache(os.path.join(folder, "model.safetensors"), args.cache)
     env = dict(os.environ, RINGLOAD_BENCH_PREFETCH="1" if args.prefetch else "0")
     done = subprocess.run([sys.executable, "-c", CHILD, loader, folder, args.device, args.dtype],
                           capture_output=True, text=True, timeout=900, env=env)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/setup_sglang.sh: the .venv-sglang in which tests/bindings/sglang_test.py runs the real
-# SGLang's model loading (CPU) with `--load-format ringload`; called by scripts/test.sh after
+# SGLang's model loading (CPU) with `--load-format ringload`, and tests/bindings/diffusers_test.py
+# diffusers' from_pretrained with ringload's reads; called by scripts/test.sh after
 # scripts/setup_vllm.sh, whose .venv-vllm it builds on:
 #   - a venv of its own (/usr/bin/python3, 3.11: the extension's ABI) that sees .venv-vllm's
 #     packages (torch 2.13, transformers, ...) through a .pth file, so that only SGLang and what
@@ -15,7 +16,7 @@ base=.venv-vllm/lib/python3.11/site-packages
 installed() {
     "$venv/bin/python" - <<'PY' 2>/dev/null
 from importlib.metadata import version
-assert version("sglang") == "0.5.23" and version("torch") == "2.13.0"
+assert version("sglang") == "0.5.23" and version("torch") == "2.13.0" and version("diffusers") == "0.42.1"
 import sglang.srt.model_loader.loader  # noqa: F401 (everything it imports is there)
 PY
 }

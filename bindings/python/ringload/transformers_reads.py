@@ -18,9 +18,10 @@ time of the `with`, and puts safetensors' back after. Each file opened is one ri
 the first `slice[...]` of a whole tensor reads every tensor of the file in one engine load, the
 others take theirs from it:
 
-  placement="auto" (default): local safetensors files on the CPU are left in the file's pages
-      (ringload's "mapped" placement: mapped copy-on-write, paged in with MADV_POPULATE_READ, no
-      copy, as transformers' own reads); anything else (a URL, a GPU device, a tensor the file
+  placement="auto" (default): local safetensors files on the CPU that the page cache holds are
+      left in the file's pages (ringload's "mapped" placement: mapped copy-on-write, paged in
+      with MADV_POPULATE_READ, no copy, as transformers' own reads); anything else (a cold file,
+      read with O_DIRECT, which was faster than faulting a mapping in; a URL, a GPU device, a tensor the file
       stores at an offset that is not a multiple of its element size) is read into memory of
       the load's own (the engine's "auto").
   placement="mapped" or "arena": that engine placement for every file (mapped is refused by

@@ -242,3 +242,10 @@ def test_convert_sharded_refuses_what_it_cannot_write(tmp_path, capsys):
     model_file.write_bytes(b"")
     assert vllm_convert.main([str(model_file), str(tmp_path / "out"), "--sharded", "1"]) == 1
     assert "needs a model folder" in capsys.readouterr().err
+
+
+def test_into_parameters_defaults_to_the_cpu_only():
+    default = weights.parse_options({})
+    assert default.reads_into_parameters("cpu") and not default.reads_into_parameters("cuda:0")
+    assert weights.parse_options({"into_parameters": True}).reads_into_parameters("cuda:0")
+    assert not weights.parse_options({"into_parameters": False}).reads_into_parameters("cpu")

@@ -66,8 +66,9 @@ OPTIONS = {
     "threads": (_non_negative_int, "an integer (0: one per core)"),
     "read_once": (lambda v: isinstance(v, bool), "true or false (default true: with tensor parallelism, the "
                   "ranks split the reading and share the bytes over their group)"),
-    "into_parameters": (lambda v: isinstance(v, bool), "true or false (default true: on the CPU, each tensor is "
-                        "read straight into the parameters the model's load_weights would copy it to)"),
+    "into_parameters": (lambda v: isinstance(v, bool), "true or false (default: on the CPU, each tensor is read "
+                        "straight into the parameters the model's load_weights would copy it to; on a GPU only "
+                        "when true, until checked on a device)"),
     "save_sharded_state": (_text, "a folder: after loading, each rank writes its parameters there in vLLM's "
                            "pre-sharded layout (python -m ringload.vllm_convert --sharded)"),
 }
@@ -80,7 +81,10 @@ class LoaderOptions:
     uris: List[str] = field(default_factory=list)
     stream_kwargs: dict = field(default_factory=dict)
     read_once: bool = True
-    into_parameters: bool = True
+    into_parameters: Optional[bool] = None  # None: on the CPU only
+
+    def reads_into_parameters(self, device: str) -> bool:
+        return self.into_parameters if self.into_parameters is not None else device == "cpu"
     save_sharded_state: Optional[str] = None  # a folder to write each rank's parameters to
 
 
@@ -105,7 +109,7 @@ def parse_options(extra_config) -> LoaderOptions:
     uris = config.pop("uri", [])
     options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris),
                             read_once=config.pop("read_once", True),
-                            into_parameters=config.pop("into_parameters", True),
+                            into_parameters=config.pop("into_parameters", None),
                             save_sharded_state=config.pop("save_sharded_state", None))
     encryption = _decryption(config.pop("key_file", None), config.pop("passphrase_file", None))
     if encryption is not None:

@@ -12,7 +12,9 @@ DefaultModelLoader with its weights read by ringload: the model is built as SGLa
 then each tensor goes straight into the parameters the model's load_weights would copy it to
 (the plan learned from load_weights itself, ringload/_parameter_plan.py; with tensor
 parallelism over SGLang's TP group, read once between the ranks), and SGLang's own
-post-processing runs after. On a GPU the tensors are handed to load_weights as they land. The
+post-processing runs after. On a GPU the tensors are handed to load_weights as they land
+("into_parameters": true reads them straight into the device parameters: not yet checked on a
+device, so not the default). The
 options are the vLLM loader's (ringload/_vllm_weights.py: uri, verify_hash, key_file, the
 network and ring options, placement, read_once), in --model-loader-extra-config.
 
@@ -101,20 +103,21 @@ def _make_loader(base):
             with set_default_torch_dtype(model_config.dtype):
                 with target:
                     model = _initialize_model(model_config, self.load_config, quant_config)
-                if target.type == "cpu" and self.options.into_parameters:
-                    self._into_parameters(model, sources)
+                if self.options.reads_into_parameters(target.type):
+                    self._into_parameters(model, sources, devices=target.type != "cpu")
                     base.postprocess_weights(model, target)
                 else:
                     weights = stream_weights(sources, _engine_device(target), self.options.stream_kwargs)
                     base.load_weights_and_postprocess(model, weights, target)
             return model.eval()
 
-        def _into_parameters(self, model, sources) -> None:
+        def _into_parameters(self, model, sources, devices: bool) -> None:
             from ._parameter_load import load_into_parameters, maps_files
             kwargs = self.options.stream_kwargs
             group = _tensor_parallel_group() if self.options.read_once else None
             report = load_into_parameters(sources, model.load_weights, kwargs, model=model,
-                                          map_files=maps_files(kwargs.get("placement", "auto")), group=group)
+                                          map_files=maps_files(kwargs.get("placement", "auto")), group=group,
+                                          devices=devices)
             _logger.info("ringload: weights from %s: %s", ", ".join(sources), report.summary())
             self.report = report
 

@@ -16,7 +16,8 @@ load_weights would copy it to (ringload/_parameter_plan.py learns where from loa
 itself, run over stand-ins; tensors a weight loader computes with are handed to it as today;
 "into_parameters": false turns it off). On a GPU tensors are handed to load_weights as they
 land (ringload.stream_tensors), on the device vLLM built the model on, so reading overlaps
-vLLM's own work. With tensor parallelism the ranks read the checkpoint once between them over
+vLLM's own work; "into_parameters": true reads them straight into the device parameters
+instead (built, checked only by scripts/gpu_check.sh's stand-in so far, so not the default). With tensor parallelism the ranks read the checkpoint once between them over
 vLLM's own TP group: on the CPU each rank reads its own rows straight into its parameters and
 the rest is read by one rank and shared (ringload/_parameter_group.py); on a GPU ringload's
 process_group= shares the bytes. "read_once": false turns it off (on the CPU each rank then
@@ -98,15 +99,20 @@ def _loader_class(base):
             device = _device_of(model)
             started = time.perf_counter()
             own = _own_sharded(sources)
-            if own:
+            into = self.options.reads_into_parameters(device)
+            if own and into:
                 sources = own
                 loaded = self._into_parameters(model, sources, _state_of(model))  # each rank its own files
+            elif into:
+                # What moves over the group is read on the host: gloo's CPU group, on a GPU too.
+                group = _tensor_parallel_group("cpu") if self.options.read_once else None
+                loaded = self._into_parameters(model, sources, group=group)
+            elif own:  # each rank its own files: nothing to share
+                sources = own
+                loaded = self._streamed(model, sources, device, None, _state_of(model))
             else:
                 group = _tensor_parallel_group(device) if self.options.read_once else None
-                if device == "cpu" and self.options.into_parameters:
-                    loaded = self._into_parameters(model, sources, group=group)
-                else:
-                    loaded = self._streamed(model, sources, device, group)
+                loaded = self._streamed(model, sources, device, group)
             if self.options.save_sharded_state is not None:
                 # The state after the load: mapped parameters have new storage.
                 path = write_rank(_state_of(model), self.options.save_sharded_state, _tensor_parallel_rank()[0])
@@ -130,20 +136,27 @@ def _loader_class(base):
             kwargs = self.options.stream_kwargs
             load = model.load_weights if sharded_state is None else state_dict_loader(sharded_state)
             report = load_into_parameters(sources, load, kwargs, model=model,
-                                          map_files=maps_files(kwargs.get("placement", "auto")), group=group)
+                                          map_files=maps_files(kwargs.get("placement", "auto")), group=group,
+                                          devices=_device_of(model) != "cpu")
             _vllm_logger.info("ringload: %s", report.summary())
             if sharded_state is not None:
                 check_complete(sharded_state, report.loaded, sources)
             return report.loaded
 
-        def _streamed(self, model, sources, device, group):
+        def _streamed(self, model, sources, device, group, sharded_state=None):
             """(name, tensor) pairs into load_weights as they land (on a GPU: in device memory
             of their own, which the weight loaders copy from; with tensor parallelism and
-            read_once, each rank reads a share and the group moves the bytes)."""
+            read_once, each rank reads a share and the group moves the bytes); the pre-sharded
+            layout's into the parameters they name."""
             stream_kwargs = dict(self.options.stream_kwargs)
             if group is not None:
                 stream_kwargs["process_group"] = group
-            return model.load_weights(stream_weights(sources, device, stream_kwargs))
+            weights = stream_weights(sources, device, stream_kwargs)
+            if sharded_state is None:
+                return model.load_weights(weights)
+            loaded = state_dict_loader(sharded_state)(weights)
+            check_complete(sharded_state, loaded, sources)
+            return loaded
 
     return RingloadModelLoader
 

@@ -76,6 +76,9 @@ def _rank_main(rank, init_file, case, out_dir):
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD,
                             timeout=datetime.timedelta(seconds=60))
     result = {"rank": rank}
+    if case.get("batch_bytes"):  # many exchange batches from a small file
+        from ringload import _parameter_group
+        _parameter_group.BATCH_BYTES = case["batch_bytes"]
     try:
         model = RankModel(rank)
         before = {name: p.data_ptr() for name, p in model.named_parameters()}
@@ -83,7 +86,8 @@ def _rank_main(rank, init_file, case, out_dir):
         if case.get("keys"):
             with open(case["keys"][rank], "rb") as file:
                 kwargs["encryption"] = ringload.DecryptionParams.from_key(file.read())
-        report = load_into_parameters([case["path"]], model.load_weights, kwargs, model=model,
+        path = case["paths"][rank] if "paths" in case else case["path"]
+        report = load_into_parameters([path], model.load_weights, kwargs, model=model,
                                       map_files=case.get("map_files", False), group=dist.group.WORLD)
         reference = RankModel(rank)
         reference.load_weights(safetensors_torch.load_file(case["reference"]).items())
@@ -132,9 +136,10 @@ def files(tmp_path_factory):
     return {"path": path, "tensors": tensors, "folder": folder}
 
 
-@pytest.mark.parametrize("map_files", [False, True])
-def test_two_ranks_read_once_into_their_parameters(files, map_files):
-    results = run_ranks({"path": files["path"], "reference": files["path"], "map_files": map_files})
+@pytest.mark.parametrize("map_files,batch_bytes", [(False, 0), (True, 0), (False, 4096)])
+def test_two_ranks_read_once_into_their_parameters(files, map_files, batch_bytes):
+    results = run_ranks({"path": files["path"], "reference": files["path"], "map_files": map_files,
+                         "batch_bytes": batch_bytes})
     data_bytes = sum(t.numel() * t.element_size() for t in files["tensors"].values())
     for result in results:
         assert "error" not in result, result
@@ -164,3 +169,12 @@ def test_a_rank_whose_reads_fail_fails_both(files):
     failed = run_ranks({"path": path, "reference": files["path"], "keys": [str(key), str(wrong)]})
     for result in failed:
         assert "rank 1 of 2 could not read its share" in result.get("error", ""), result
+
+
+def test_a_rank_that_cannot_open_fails_both_without_waiting(files, tmp_path):
+    """Rank 1's file is missing: both ranks raise (naming rank 1 and the file), neither waits
+    for the other in the group's first collective until its timeout."""
+    missing = str(tmp_path / "missing.safetensors")
+    results = run_ranks({"paths": [files["path"], missing], "reference": files["path"]}, timeout=50)
+    for result in results:
+        assert "rank 1 of 2" in result.get("error", "") and "missing.safetensors" in result["error"], result

@@ -221,6 +221,37 @@ def test_fused_parameters_stored_back_to_back_are_mapped(tmp_path):
     assert report.bytes_read <= os.path.getsize(path)
 
 
+def test_one_stretch_maps_one_parameter_and_views_are_not_replaced(tmp_path):
+    """Two untied parameters copied from the same tensor: only one is backed by its pages (two
+    would share them: a write to one seen by the other). A parameter another tensor views (a
+    buffer over part of it) keeps its storage, since the view would keep the old bytes."""
+    weight = torch.randn(8, HIDDEN, generator=torch.Generator().manual_seed(1))
+    path = str(tmp_path / "model.safetensors")
+    safetensors_torch.save_file({"w": weight, "v": weight.clone() + 1}, path)
+    holder = torch.nn.Module()
+    holder.a = torch.nn.Parameter(torch.empty(8, HIDDEN), requires_grad=False)
+    holder.b = torch.nn.Parameter(torch.empty(8, HIDDEN), requires_grad=False)
+    holder.c = torch.nn.Parameter(torch.empty(8, HIDDEN), requires_grad=False)
+    holder.register_buffer("c_rows", holder.c.data[:2])  # a view of part of c
+
+    def load_weights(weights):
+        for name, tensor in weights:
+            if name == "w":
+                holder.a.data.copy_(tensor)
+                holder.b.data.copy_(tensor)
+            else:
+                holder.c.data.copy_(tensor)
+        return {"a", "b", "c"}
+
+    c_before = holder.c.data_ptr()
+    report = load_into_parameters([path], load_weights, {}, model=holder, map_files=True)
+    assert report.mapped_parameters == 1, report.summary()
+    assert torch.equal(holder.a, weight) and torch.equal(holder.b, weight)
+    holder.a.data.mul_(2)
+    assert torch.equal(holder.b, weight), "a and b share memory"
+    assert holder.c.data_ptr() == c_before and torch.equal(holder.c_rows, weight[:2] + 1)
+
+
 def test_cached_files_map_where_asked_for_cached(tensors, tmp_path):
     """map_files="cached" (placement auto on one CPU) maps a file the page cache holds (as the
     engine's read_mode auto decides: mincore)."""

@@ -102,28 +102,49 @@ def agree_reads_succeeded(group, failure) -> None:
     raise RuntimeError(f"ringload: rank {reader} of {world_size} could not read its share of the checkpoint: {text}")
 
 
-def exchange(group, share: GroupShare, read: Dict[str, object], entries: Dict[str, object]) -> List[tuple]:
-    """Broadcasts each shared tensor from its reader; returns (name, tensor) for those this
-    rank wants, in the shared order."""
+# The most bytes of shared tensors a rank holds at once: a batch is broadcast, handed to
+# load_weights and dropped before the next (verified or encrypted files share every tensor).
+BATCH_BYTES = 256 << 20
+
+
+def _batches(shared, entries):
+    batch, size = [], 0
+    for item in shared:
+        nbytes = entries[item[0]].data_length
+        if batch and size + nbytes > BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += nbytes
+    if batch:
+        yield batch
+
+
+def exchange(group, share: GroupShare, read: Dict[str, object], entries: Dict[str, object]):
+    """Broadcasts each shared tensor from its reader, in batches of at most BATCH_BYTES (and
+    one tensor more than that alone); yields, per batch, (name, tensor) for those this rank
+    wants, in the shared order. Every rank takes part in every broadcast (gloo's broadcast is
+    the group's), and drops the tensors it does not want with the batch."""
     import torch
     import torch.distributed as dist
     rank = dist.get_rank(group)
-    received, works = [], []
-    for name, reader, ranks in share.shared:
-        if len(ranks) == 1:
+    for batch in _batches(share.shared, entries):
+        received, works = [], []
+        for name, reader, ranks in batch:
+            if len(ranks) == 1:
+                if reader == rank:
+                    received.append((name, read[name]))
+                continue
+            entry = entries[name]
             if reader == rank:
-                received.append((name, read[name]))
-            continue
-        entry = entries[name]
-        if reader == rank:
-            tensor = read[name].contiguous()
-        else:
-            tensor = torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
-        if tensor.numel() > 0:  # as bytes: gloo lacks some dtypes
-            works.append(dist.broadcast(tensor.reshape(-1).view(torch.uint8), src=_global_rank(dist, group, reader),
-                                        group=group, async_op=True))
-        if rank in ranks:
-            received.append((name, tensor))
-    for work in works:
-        work.wait()
-    return received
+                tensor = read[name].contiguous()
+            else:
+                tensor = torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
+            if tensor.numel() > 0:  # as bytes: gloo lacks some dtypes
+                works.append(dist.broadcast(tensor.reshape(-1).view(torch.uint8),
+                                            src=_global_rank(dist, group, reader), group=group, async_op=True))
+            if rank in ranks:
+                received.append((name, tensor))
+        for work in works:
+            work.wait()
+        yield received

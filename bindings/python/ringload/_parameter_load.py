@@ -160,6 +160,8 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
     """On a device, the requests for whole tensors (each once) go from the pinned ring straight
     into their parameters (the engine's load with destinations: no host copy, no device memory
     of the load's own); returns the others (rows of a tensor: cut on the host and uploaded)."""
+    if deserializer._engine.format == "torch":
+        return requests  # torch zip storages take no caller destinations on a device: cut and uploaded
     whole, rest, seen = [], [], set()
     for entry, ranges, address in requests:
         if all((start, stop) == (0, size) for (start, stop), size in zip(ranges, entry.shape)) \
@@ -216,8 +218,10 @@ def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dic
     without, what goes to a device is handed over."""
     started = time.perf_counter()
     report = ParameterLoadReport()
-    opened, where = _open_all(sources, kwargs, map_files if model is not None else False)
-    parameters = ModelParameters(model if map_files else None)
+    # Parameters on a device are not mapped (and the engine's device loads take no mapped file).
+    maps = map_files if model is not None and not devices else False
+    opened, where = _open_in(group, sources, kwargs, maps)
+    parameters = ModelParameters(model if maps else None)
     try:
         checkpoint = [(name, tuple(entry.shape), entry.dtype) for name, (_, entry) in where.items()]
         plan = learn_plan(load_weights, checkpoint, devices)
@@ -233,6 +237,21 @@ def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dic
             deserializer.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _open_in(group, sources: List[str], kwargs: dict, map_files):
+    """_open_all; in a group, a rank that cannot open a source fails every rank (the others
+    would otherwise wait for it in the group's first collective until its timeout)."""
+    if group is None:
+        return _open_all(sources, kwargs, map_files)
+    from ._parameter_group import agree_reads_succeeded
+    try:
+        opened = _open_all(sources, kwargs, map_files)
+    except Exception as error:  # told to every rank, raised on every rank
+        agree_reads_succeeded(group, f"{type(error).__name__}: {error}")
+        raise
+    agree_reads_succeeded(group, None)
+    return opened
 
 
 def _read_all(opened, planned, handed: set, kwargs: dict, parameters, report: ParameterLoadReport,
@@ -270,13 +289,16 @@ def _read_once_over(group, opened, where, plan, kwargs: dict, parameters, report
     except Exception as error:  # told to every rank, raised on every rank
         failure = f"{type(error).__name__}: {error}"
     agree_reads_succeeded(group, failure)
-    received = exchange(group, share, read, {name: entry for name, (_, entry) in where.items()})
-    for name, tensor in received:
-        nbytes = tensor.numel() * tensor.element_size()
-        if name in plan.handed:
-            report.handed_bytes += nbytes
-        else:
-            report.group_bytes += nbytes
-            report.group_tensors += 1
-    if received:
-        report.loaded |= set(load_weights(iter(received)) or ())
+    entries = {name: entry for name, (_, entry) in where.items()}
+    for received in exchange(group, share, read, entries):  # in batches of bounded bytes
+        for name, tensor in received:
+            nbytes = tensor.numel() * tensor.element_size()
+            if name in plan.handed:
+                report.handed_bytes += nbytes
+            else:
+                report.group_bytes += nbytes
+                report.group_tensors += 1
+        if received:
+            report.loaded |= set(load_weights(iter(received)) or ())
+        for name, _ in received:
+            read.pop(name, None)  # this rank's copy goes once load_weights has it

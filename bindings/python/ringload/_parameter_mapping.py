@@ -23,15 +23,26 @@ from ._tensors import ITEMSIZE
 from .errors import RingloadError
 
 
+def _storage_address(tensor) -> int:
+    storage = tensor.untyped_storage() if hasattr(tensor, "untyped_storage") else tensor.storage()  # torch 1.13
+    return storage.data_ptr()
+
+
 class ModelParameters:
     """The model's contiguous host parameters and buffers, found by any address inside them."""
 
     def __init__(self, model):
-        found = {}
+        found, storages = {}, {}
         if model is not None:
             for _, tensor in list(model.named_parameters()) + list(model.named_buffers()):
                 if tensor.device.type == "cpu" and tensor.numel() > 0 and tensor.is_contiguous():
                     found.setdefault(tensor.data_ptr(), tensor)  # tied ones once
+                    storages.setdefault(_storage_address(tensor), set()).add(
+                        (tensor.data_ptr(), tensor.numel() * tensor.element_size()))
+        # Not one of several tensors on one storage (a buffer viewing part of a parameter): giving
+        # one of them new storage would leave the others with the old bytes.
+        shared = {tensor_ptr for views in storages.values() if len(views) > 1 for tensor_ptr, _ in views}
+        found = {address: tensor for address, tensor in found.items() if address not in shared}
         self._starts = sorted(found)
         self._by_start = found
 
@@ -106,13 +117,20 @@ def mappable_spans(entries, planned: Dict[str, List[Piece]], parameters: ModelPa
                 continue
             part = _Part(piece.destination.data_ptr() - key, stretch, entry, piece)
             spans.setdefault(key, _Span(parameter, [])).parts.append(part)
-    chosen = []
+    chosen, used = [], []  # used: the file stretches chosen spans map
     for key, span in spans.items():
         span.parts.sort(key=lambda part: part.offset)
-        if key not in spoiled and _tiles(span) and not (whole_tensors and not all(
+        if key in spoiled or not _tiles(span) or (whole_tensors and not all(
                 part.stretch == (part.entry.data_offset, part.entry.data_offset + part.entry.data_length)
                 for part in span.parts)):
-            chosen.append(span)
+            continue
+        stretch = (span.parts[0].stretch[0], span.parts[-1].stretch[1])
+        # Two parameters on the same bytes would share the pages (one write seen by both): the
+        # second is copied in.
+        if any(stretch[0] < end and start < stretch[1] for start, end in used):
+            continue
+        used.append(stretch)
+        chosen.append(span)
     return chosen
 
 

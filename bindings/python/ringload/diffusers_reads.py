@@ -28,6 +28,8 @@ import threading
 from dataclasses import dataclass, field
 
 MODULE = "diffusers.models.model_loading_utils"
+LOADERS_BY_NAME = ("diffusers.models.modeling_utils", "diffusers.loaders.single_file_utils",
+                   "diffusers.loaders.textual_inversion")
 _PLACEMENTS = ("auto", "mapped", "arena")
 
 
@@ -80,7 +82,13 @@ def reading(placement: str = "auto", **options):
         raise ValueError(f"placement must be one of {', '.join(_PLACEMENTS)}, not {placement!r}")
     import importlib
     utils = importlib.import_module(MODULE)
-    importlib.import_module("diffusers.models.modeling_utils")  # from_pretrained's, imported by name
+    # Those that import it by name, imported now so that they are patched too (diffusers
+    # imports lazily); one that cannot be imported here is not used by this from_pretrained.
+    for name in LOADERS_BY_NAME:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     original = utils.load_state_dict
     reads = Reads()
     ours = _reader(original, reads, placement, options)

@@ -125,7 +125,11 @@ def _make_loader(base):
 
 
 def _engine_device(device) -> str:
-    return f"cuda:{device.index or 0}" if device.type == "cuda" else device.type
+    """SGLang's DeviceConfig says "cuda" without an index: the rank's device is the current one."""
+    if device.type != "cuda":
+        return device.type
+    import torch
+    return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
 
 
 def _tensor_parallel_group():

@@ -121,7 +121,8 @@ def _loader_class(base):
             # the engine's threads (started here) inherit that.
             _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
                               device, time.perf_counter() - started, len(os.sched_getaffinity(0)))
-            _check_all_loaded(self, model, model_config, loaded, sources)
+            if not own:  # the pre-sharded layout was checked as ShardedStateLoader checks it
+                _check_all_loaded(self, model, model_config, loaded, sources)  # (tied keys differ)
 
         def _into_parameters(self, model, sources, sharded_state=None, group=None):
             """Each tensor read straight into the parameters load_weights would copy it to (the

@@ -50,6 +50,14 @@ class Piece:
     row_stop: int = 0
 
 
+def global_rank(group, group_rank: int) -> int:
+    """The global rank of `group`'s rank `group_rank` (what broadcast's src takes)."""
+    import torch.distributed as dist
+    if group is None or group == dist.group.WORLD:
+        return group_rank
+    return dist.get_global_rank(group, group_rank)
+
+
 def _loaded_bytes(entry, dtype) -> int:
     return math.prod(entry.shape) * ITEMSIZE[loaded_dtype(entry.dtype, dtype)]
 
@@ -124,7 +132,7 @@ class DistributedLoad:
                     failure = f"{type(error).__name__}: {error}"
             # This round's broadcasts and the ranks' word on it go out; the next round is read
             # while they travel, then this round's tensors are handed over.
-            works = [self.dist.broadcast(flat[b:e], src=self._global_rank(r), group=self.group, async_op=True)
+            works = [self.dist.broadcast(flat[b:e], src=global_rank(self.group, r), group=self.group, async_op=True)
                      for r, (b, e, _) in enumerate(round_) if e > b]
             failed = torch.tensor([0 if failure is None else 1], dtype=torch.int32, device=device)
             works.append(self.dist.all_reduce(failed, op=self.dist.ReduceOp.MAX, group=self.group, async_op=True))
@@ -152,16 +160,11 @@ class DistributedLoad:
         for k in due.get(i, []):
             yield k, tensor_of(k)
 
-    def _global_rank(self, group_rank: int) -> int:
-        if self.group is None or self.group == self.dist.group.WORLD:
-            return group_rank
-        return self.dist.get_global_rank(self.group, group_rank)
-
     def _read(self, pieces: List[Piece], flat, verify: bool) -> int:
         """Reads `pieces` into `flat` in one engine load: as tensors where none is split, else
         as slices (a whole tensor as the slice of all of it), so that the slice reader's merged
         ranges never read a tensor twice."""
-        from ._slices import load_slices
+        from ._slices import load_slices, whole_box
         d = self.deserializer
         pieces = [p for p in pieces if p.length > 0]
         if all(p.whole for p in pieces):
@@ -169,8 +172,8 @@ class DistributedLoad:
             tensors = [to_torch(loaded, k, d._loaded_dtype(p.entry), p.entry.shape) for k, p in enumerate(pieces)]
             bytes_read = loaded.bytes_read
         else:
-            requests = [(p.entry, [(0, size) for size in p.entry.shape] if p.whole else
-                         [(p.row_start, p.row_stop)] + [(0, size) for size in p.entry.shape[1:]]) for p in pieces]
+            requests = [(p.entry, whole_box(p.entry.shape) if p.whole else
+                         [(p.row_start, p.row_stop)] + whole_box(p.entry.shape[1:])) for p in pieces]
             tensors, bytes_read = load_slices(d._engine, None, requests, d._device, verify, d._dtype)
         for piece, tensor in zip(pieces, tensors):
             # As the tensor, in C order (torch zip tensors may be strided views of a storage).

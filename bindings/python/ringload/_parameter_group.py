@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Set, Tuple
 
+from ._distributed import global_rank
 from ._parameter_plan import Piece
+from ._slices import is_whole
 from ._tensors import torch_dtype
 
 
@@ -38,14 +40,10 @@ def _overlap(a, b) -> bool:
     return all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(a, b))
 
 
-def _whole_rows(box, shape) -> bool:
-    return all((start, stop) == (0, size) for (start, stop), size in zip(box[1:], shape[1:]))
-
-
 def _split_by_rows(wants, shape) -> bool:
     """Each wanting rank takes whole rows only, and no two ranks the same ones."""
     boxes = [(rank, box) for rank, (planned, _) in wants for box in planned]
-    if any(not _whole_rows(box, shape) for _, box in boxes):
+    if any(not is_whole(box, shape, 1) for _, box in boxes):
         return False
     return not any(_overlap(a, b) for k, (rank_a, a) in enumerate(boxes) for rank_b, b in boxes[k + 1:]
                    if rank_a != rank_b)
@@ -79,12 +77,6 @@ def share_over_group(group, checkpoint, planned: Dict[str, List[Piece]], handed:
             share.owned.add(name)
         share.shared.append((name, reader, ranks))
     return share
-
-
-def _global_rank(dist, group, group_rank: int) -> int:
-    if group is None or group == dist.group.WORLD:
-        return group_rank
-    return dist.get_global_rank(group, group_rank)
 
 
 def agree_reads_succeeded(group, failure) -> None:
@@ -142,7 +134,7 @@ def exchange(group, share: GroupShare, read: Dict[str, object], entries: Dict[st
                 tensor = torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
             if tensor.numel() > 0:  # as bytes: gloo lacks some dtypes
                 works.append(dist.broadcast(tensor.reshape(-1).view(torch.uint8),
-                                            src=_global_rank(dist, group, reader), group=group, async_op=True))
+                                            src=global_rank(group, reader), group=group, async_op=True))
             if rank in ranks:
                 received.append((name, tensor))
         for work in works:

@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Set, Tuple
 from ._deserializer import _dtype_name
 from ._parameter_mapping import ModelParameters, map_spans, mappable_spans
 from ._parameter_plan import Piece, learn_plan
-from ._slices import slice_bytes
+from ._slices import is_whole, slice_bytes, whole_box
 from ._tensors import to_torch
 
 
@@ -113,13 +113,6 @@ def _map_parameters(deserializer, entries, planned: Dict[str, List[Piece]], para
     return left
 
 
-def _device_of(tensor) -> str:
-    """A destination's device as the engine spells it."""
-    if tensor.device.type == "cuda":
-        return f"cuda:{tensor.device.index if tensor.device.index is not None else 0}"
-    return tensor.device.type
-
-
 def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_names, verify: bool,
                  report: ParameterLoadReport, merge_gap=None):
     """One source's planned pieces into their places, and its handed tensors into memory of their
@@ -130,12 +123,12 @@ def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_
     handed = []
     for entry in entries:
         if entry.name in handed_names:
-            groups.setdefault((None, "cpu"), []).append((entry, [(0, n) for n in entry.shape], 0))
+            groups.setdefault((None, "cpu"), []).append((entry, whole_box(entry.shape), 0))
             handed.append(entry)
             continue
         for piece in planned.get(entry.name, ()):
             wanted = _dtype_name(piece.destination.dtype)
-            key = (None if wanted == entry.dtype else wanted, _device_of(piece.destination))
+            key = (None if wanted == entry.dtype else wanted, str(piece.destination.device))  # "cuda:N"
             groups.setdefault(key, []).append((entry, piece.ranges, piece.destination.data_ptr()))
             report.straight_bytes += slice_bytes(entry, piece.ranges)
         report.straight_tensors += entry.name in planned
@@ -164,8 +157,7 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
         return requests  # torch zip storages take no caller destinations on a device: cut and uploaded
     whole, rest, seen = [], [], set()
     for entry, ranges, address in requests:
-        if all((start, stop) == (0, size) for (start, stop), size in zip(ranges, entry.shape)) \
-                and entry.index not in seen:
+        if is_whole(ranges, entry.shape) and entry.index not in seen:
             seen.add(entry.index)
             whole.append((entry, address))
         else:
@@ -275,7 +267,7 @@ def _read_once_over(group, opened, where, plan, kwargs: dict, parameters, report
     its own rows straight in, the rest read whole by one rank and broadcast."""
     from ._parameter_group import agree_reads_succeeded, exchange, share_over_group
     whole_only = bool(kwargs.get("verify_hash")) or "encryption" in kwargs
-    checkpoint = [(name, tuple(entry.shape), slice_bytes(entry, [(0, n) for n in entry.shape]))
+    checkpoint = [(name, tuple(entry.shape), slice_bytes(entry, whole_box(entry.shape)))
                   for name, (_, entry) in where.items()]
     share = share_over_group(group, checkpoint, plan.planned(), set(plan.handed), whole_only)
     read, failure = {}, None

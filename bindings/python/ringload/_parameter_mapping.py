@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ._deserializer import _dtype_name
 from ._parameter_plan import Piece
+from ._slices import is_whole
 from ._tensors import ITEMSIZE
 from .errors import RingloadError
 
@@ -78,7 +79,7 @@ class _Span:
 
 def _file_stretch(entry, piece: Piece) -> Optional[Tuple[int, int]]:
     """Where the piece's bytes lie in the file, if it is whole rows of the entry (one stretch)."""
-    if any((start, stop) != (0, size) for (start, stop), size in zip(piece.ranges[1:], entry.shape[1:])):
+    if not is_whole(piece.ranges, entry.shape, 1):
         return None
     if not piece.ranges:
         return entry.data_offset, entry.data_offset + entry.data_length

@@ -74,6 +74,17 @@ def drop_dims(tensor, ranges: list, dropped: list):
     return tensor.reshape(tuple(b - a for d, (a, b) in enumerate(ranges) if d not in dropped))
 
 
+def whole_box(shape) -> list:
+    """The (start, stop) ranges of all of a tensor."""
+    return [(0, size) for size in shape]
+
+
+def is_whole(ranges, shape, from_dim: int = 0) -> bool:
+    """The ranges take every index of each dimension from `from_dim` on (1: whole rows, one
+    stretch of the tensor's C-order bytes)."""
+    return all((start, stop) == (0, size) for (start, stop), size in zip(ranges[from_dim:], shape[from_dim:]))
+
+
 def slice_bytes(entry, ranges) -> int:
     from ._tensors import ITEMSIZE
     return math.prod(b - a for a, b in ranges) * ITEMSIZE[entry.dtype]

@@ -82,10 +82,10 @@ class LoaderOptions:
     stream_kwargs: dict = field(default_factory=dict)
     read_once: bool = True
     into_parameters: Optional[bool] = None  # None: on the CPU only
+    save_sharded_state: Optional[str] = None  # a folder to write each rank's parameters to
 
     def reads_into_parameters(self, device: str) -> bool:
         return self.into_parameters if self.into_parameters is not None else device == "cpu"
-    save_sharded_state: Optional[str] = None  # a folder to write each rank's parameters to
 
 
 def parse_options(extra_config) -> LoaderOptions:

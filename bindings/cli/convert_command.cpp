@@ -63,7 +63,12 @@ int run_convert(const ConvertArgs& args) {
     options.verify_hashes = args.verify;
     options.encryption = std::move(*encryption);
     options.memory_budget_bytes = args.memory_budget_bytes;
-    options.network = network_options(args.network);
+    OpenOptions open;
+    LoadOptions unused;
+    if (auto applied = apply_options(args.network, open, unused); !applied) {
+        return report_error(applied.error().message());
+    }
+    options.network = std::move(open.network);
     ProgressBar bar;
     if (bar.enabled()) {
         options.progress = [&bar](const Progress& progress) { bar.update(progress); };

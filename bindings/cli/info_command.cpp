@@ -188,7 +188,7 @@ int run_info(const InfoArgs& args) {
 Run add_info_command(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
     auto* command = app.add_subcommand("info", "Show a file's format, version and tensors");
-    command->add_option("uri", args->uri, input_uri_help)->required();
+    command->add_option("uri", args->uri, input_uri_help())->required();
     command->add_flag("--json", args->json, "Print one JSON object");
     add_key_file_options(*command, args->keys, "", "(checked against the file, not needed to show it)");
     add_network_options(*command, args->network);

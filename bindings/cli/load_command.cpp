@@ -31,13 +31,6 @@ const std::map<std::string, Prefault>& prefault_modes() {
     return modes;
 }
 
-// --placement's words.
-const std::map<std::string, Placement>& placements() {
-    static const std::map<std::string, Placement> placements{
-        {"auto", Placement::automatic}, {"arena", Placement::arena}, {"mapped", Placement::mapped_file}};
-    return placements;
-}
-
 struct LoadArgs {
     std::string uri;
     std::string device = "cpu";
@@ -46,28 +39,13 @@ struct LoadArgs {
     bool sha256 = false;
     bool json = false;
     std::string filter;
-    std::string read_mode = "auto";
     std::uint32_t slot_count = 0;
     std::size_t slot_size_bytes = 0;
     std::size_t threads = 0;
     std::string prefault = "auto";
-    std::string placement = "auto";
     NetworkArgs network;
     KeyFileArgs keys;
 };
-
-Result<ReadMode> parse_read_mode(const std::string& text) {
-    if (text == "auto") {
-        return ReadMode::automatic;
-    }
-    if (text == "direct") {
-        return ReadMode::direct;
-    }
-    if (text == "buffered") {
-        return ReadMode::buffered;
-    }
-    return fail(errc::invalid_argument, "--read-mode must be auto, direct or buffered");
-}
 
 void print_json(const LoadedModel& model, const Index& index, bool with_sha256, double open_seconds,
                 double first_tensor_seconds) {
@@ -114,11 +92,11 @@ void print_summary(const LoadedModel& model, bool with_sha256) {
 }
 
 int run_load(const LoadArgs& args) {
-    auto mode = parse_read_mode(args.read_mode);
-    if (!mode) {
-        return report_error(mode.error().message());
-    }
     LoadOptions options;
+    OpenOptions unused; // the open rows are applied by open_input
+    if (auto applied = apply_options(args.network, unused, options); !applied) {
+        return report_error(applied.error().message());
+    }
     options.device = args.device;
     if (!args.dtype.empty()) {
         auto dtype = dtype_from_torch_name(args.dtype);
@@ -135,7 +113,6 @@ int run_load(const LoadArgs& args) {
     options.slot_size_bytes = args.slot_size_bytes;
     options.worker_threads = args.threads;
     options.prefault = prefault_modes().at(args.prefault); // CLI11 let only these through
-    options.placement = placements().at(args.placement);
     if (!args.filter.empty()) {
         std::regex pattern;
         try {
@@ -164,7 +141,7 @@ int run_load(const LoadArgs& args) {
         };
     }
     const auto open_started = std::chrono::steady_clock::now();
-    auto opened = open_input(args.uri, args.keys, args.network, *mode);
+    auto opened = open_input(args.uri, args.keys, args.network);
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -187,7 +164,7 @@ int run_load(const LoadArgs& args) {
 Run add_load_command(CLI::App& app) {
     auto args = std::make_shared<LoadArgs>();
     auto* command = app.add_subcommand("load", "Load every (matching) tensor into memory");
-    command->add_option("uri", args->uri, input_uri_help)->required();
+    command->add_option("uri", args->uri, input_uri_help())->required();
     command->add_option("--device", args->device, "Where tensors go: cpu, cuda or cuda:N");
     command->add_option("--dtype", args->dtype,
                         "Convert floating tensors to float64, float32, float16 or bfloat16 on the way");
@@ -195,7 +172,6 @@ Run add_load_command(CLI::App& app) {
     command->add_option("--filter", args->filter, "Load only tensors whose name matches this regex");
     command->add_flag("--sha256", args->sha256, "Print the SHA-256 of each tensor's bytes as loaded");
     command->add_flag("--json", args->json, "Print one JSON object");
-    command->add_option("--read-mode", args->read_mode, "auto, direct (O_DIRECT) or buffered");
     command->add_option("--slots", args->slot_count, "Ring slots (reads in flight; 0: 128 MiB of slots)");
     command->add_option("--slot-size", args->slot_size_bytes,
                         "Bytes per ring slot (multiple of 4096; 0: 4 MiB for files, 8 MiB for http)");
@@ -205,12 +181,7 @@ Run add_load_command(CLI::App& app) {
                      "When destination memory is faulted in: auto (ahead in the background for files, "
                      "on touch for network sources), background (true) or on-touch (false)")
         ->check(CLI::IsMember(prefault_modes()));
-    command
-        ->add_option("--placement", args->placement,
-                     "Where the tensors land on the CPU: auto (for now the arena), arena (the load's memory, "
-                     "through the ring) or mapped (a local safetensors file's own pages, or fail saying why)")
-        ->check(CLI::IsMember(placements()));
-    add_network_options(*command, args->network);
+    add_network_options(*command, args->network, true);
     add_key_file_options(*command, args->keys, "", "to decrypt with");
     return [args] { return run_load(*args); };
 }

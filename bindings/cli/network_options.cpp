@@ -1,31 +1,57 @@
 // bindings/cli/network_options.cpp
 #include "network_options.hpp"
 
-namespace ringload::cli {
+#include <algorithm>
 
-void add_network_options(CLI::App& command, NetworkArgs& args) {
-    NetworkOptions& o = args.network;
-    command.add_option("--connections", o.connections, "network sources: connections (requests in flight)");
-    command.add_option("--streams", o.streams_per_connection, "HTTP/2: streams in flight per connection");
-    command.add_option("--timeout", o.timeout_seconds, "network sources: seconds to connect or wait for the server");
-    command.add_option("--attempts", o.attempts, "network sources: tries per request (backoff in between)");
-    command.add_option("--range-size", o.range_size_bytes,
-                       "http(s)/s3: bytes per range request (default 8 MiB); s3 uploads: bytes per part (default 16 "
-                       "MiB, at least 5 MiB)");
-    command
-        .add_option("--http-version", args.http_version, "1.1 or 2 (on http://, 2 is h2c; on https://, ALPN decides)")
-        ->check(CLI::IsMember({"1.1", "2"}));
-    command.add_option("--s3-endpoint", o.s3.endpoint, "s3://: the endpoint URL (default: environment, ~/.s3cfg, AWS)");
-    command.add_option("--ca-file", o.ca_file, "https: a PEM file of CAs to trust besides the system's");
-    command.add_flag("--insecure", o.insecure, "https: do not check the server's certificate");
+namespace ringload::cli {
+namespace {
+
+std::string flag_of(std::string_view name) {
+    std::string flag = "--" + std::string(name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
 }
 
-NetworkOptions network_options(const NetworkArgs& args) {
-    NetworkOptions options = args.network;
-    if (!args.http_version.empty()) {
-        options.http_version = args.http_version == "2" ? HttpVersion::http2 : HttpVersion::http1_1;
+std::string help_of(const OptionRow& row) {
+    std::string help(row.help);
+    if (!row.default_text.empty() && row.kind != OptionKind::flag) {
+        help += " (default " + row.default_text + ")";
     }
-    return options;
+    return help;
+}
+
+} // namespace
+
+void add_network_options(CLI::App& command, NetworkArgs& args, bool with_load_rows) {
+    for (const OptionRow& row : option_table()) {
+        if (row.per_load && !with_load_rows) {
+            continue;
+        }
+        const std::string name(row.name);
+        if (row.kind == OptionKind::flag) {
+            command.add_flag(flag_of(row.name), args.flags[name], help_of(row));
+        } else {
+            // Checked by set_option, whose message names the option and what it must be.
+            command.add_option(flag_of(row.name), args.given[name], help_of(row));
+        }
+    }
+}
+
+Result<void> apply_options(const NetworkArgs& args, OpenOptions& open, LoadOptions& load) {
+    for (const auto& [name, text] : args.given) {
+        if (text.empty()) {
+            continue;
+        }
+        if (auto set = set_option(open, load, name, text); !set) {
+            return with_context(set.error(), flag_of(name)); // the flag as the user wrote it
+        }
+    }
+    for (const auto& [name, given] : args.flags) {
+        if (given) {
+            RL_TRY_VOID(set_option(open, load, name, "true"));
+        }
+    }
+    return {};
 }
 
 } // namespace ringload::cli

@@ -3,11 +3,10 @@
 
 namespace ringload::cli {
 
-Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network,
-                                ReadMode read_mode) {
+Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network) {
     OpenOptions open_options;
-    open_options.read_mode = read_mode;
-    open_options.network = network_options(network);
+    LoadOptions unused; // per-load rows are applied to the load
+    RL_TRY_VOID(apply_options(network, open_options, unused));
     // Assigned in place: a moved-out local optional made g++ 12 -O2 warn (maybe-uninitialized).
     auto decryption = decryption_from(keys);
     if (!decryption) {

@@ -7,17 +7,19 @@
 #include "key_options.hpp"
 #include "network_options.hpp"
 
+#include "ringload/io/source_registry.hpp"
 #include "ringload/ringload.hpp"
 
 #include <string>
 
 namespace ringload::cli {
 
-// The help text of info's and load's URI argument: every source open_input reads.
-inline constexpr const char* input_uri_help =
-    "Model to read: a file path or file:// URI, an http:// or https:// URL, s3://bucket/key or redis://host/prefix";
+// The help text of info's and load's URI argument: every source open_input reads (the
+// registered ones, source_registry.hpp).
+inline std::string input_uri_help() {
+    return "Model to read: a file path or file:// URI, or " + source_forms_text();
+}
 
-Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network,
-                                ReadMode read_mode = ReadMode::automatic);
+Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network);
 
 } // namespace ringload::cli

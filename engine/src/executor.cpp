@@ -152,15 +152,23 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
 
 // What watch_for_stop and its run share: the run ends by setting `over` and waking the watcher.
 struct StopWatch {
-    explicit StopWatch(asio::any_io_executor loop) : timer(std::move(loop)) {}
+    explicit StopWatch(asio::any_io_executor loop) : timer(std::move(loop)) {
+        timer.expires_at(asio::steady_timer::time_point::max());
+    }
     asio::steady_timer timer;
     bool over = false;
 };
 
-// While the run is on: looks for the caller's cancel every 20 ms (otherwise seen only between
-// reads, which may all be waiting on a stalled server) and, once the run stops for any
-// reason, has the source abandon the reads in flight, which would otherwise be waited for.
-// Never touches the source once the run is over.
+// Wakes the watcher from any thread: the timer is the loop's, so the cancel goes through it.
+std::function<void()> waker_of(asio::any_io_executor loop, std::shared_ptr<StopWatch> watch) {
+    return [loop, watch] { asio::post(loop, [watch] { watch->timer.cancel(); }); };
+}
+
+// While the run is on: parked until the caller cancels (its CancelToken subscription), the run
+// fails (RunTracker::on_stop) or ends; then, if the run stops early, has the source abandon the
+// reads in flight, which would otherwise be waited for (a stalled server's). No polling: a
+// cancel is seen at once, not at the next read's end. Never touches the source once the run
+// is over.
 Task<void> watch_for_stop(std::shared_ptr<RunState> state, std::shared_ptr<StopWatch> watch, Source& source,
                           RunControls controls) {
     const std::string name = source.name();
@@ -169,9 +177,9 @@ Task<void> watch_for_stop(std::shared_ptr<RunState> state, std::shared_ptr<StopW
             source.abandon_reads();
             co_return;
         }
-        watch->timer.expires_after(std::chrono::milliseconds(20));
         auto waited = co_await watch->timer.async_wait(use_task);
         (void)waited;
+        watch->timer.expires_at(asio::steady_timer::time_point::max());
     }
 }
 
@@ -206,6 +214,9 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     auto watch = std::make_shared<StopWatch>(loop);
     RunControls stop_controls; // what the watcher needs: the cancel token, not the progress callback
     stop_controls.cancel = controls.cancel;
+    state->on_stop(waker_of(loop, watch));
+    const CancelToken::Subscription cancelled_by_caller =
+        controls.cancel != nullptr ? controls.cancel->subscribe(waker_of(loop, watch)) : CancelToken::Subscription();
     asio::co_spawn(loop, watch_for_stop(state, watch, source, stop_controls), asio::detached);
     const EndOfRun end_of_run{watch};
 

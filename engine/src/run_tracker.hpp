@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,13 +26,25 @@ public:
         wakeup_.expires_at(asio::steady_timer::time_point::max());
     }
 
-    // Any thread.
+    // Any thread. The first failure also calls the stop listener (on this thread).
     void record_failure(Error error) {
-        std::lock_guard lock(error_mutex_);
-        if (!first_error_) {
-            first_error_ = std::move(error);
+        std::function<void()> listener;
+        {
+            std::lock_guard lock(error_mutex_);
+            if (!first_error_) {
+                first_error_ = std::move(error);
+                listener = stop_listener_;
+            }
+            failed_.store(true, std::memory_order_relaxed);
         }
-        failed_.store(true, std::memory_order_relaxed);
+        if (listener) {
+            listener();
+        }
+    }
+    // Called once, on the failing thread, when the run fails (a watcher wakes instead of polling).
+    void on_stop(std::function<void()> listener) {
+        std::lock_guard lock(error_mutex_);
+        stop_listener_ = std::move(listener);
     }
     bool has_failed() const { return failed_.load(std::memory_order_relaxed); }
     // Loop thread, before issuing more work: true after a failure or once the caller cancelled
@@ -84,7 +97,8 @@ public:
 
 private:
     std::mutex error_mutex_;
-    std::optional<Error> first_error_; // guarded by error_mutex_
+    std::optional<Error> first_error_;    // guarded by error_mutex_
+    std::function<void()> stop_listener_; // guarded by error_mutex_
     std::atomic<bool> failed_{false};
 
     asio::steady_timer wakeup_;

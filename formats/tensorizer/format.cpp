@@ -46,7 +46,8 @@ const Format format{.name = "tensorizer",
                     .may_be_encrypted = true,
                     .tensors_view_storages = false,
                     .has_data_version = true,
-                    .writes_remote = true,
+                    .keys_records = true,
+                    .tensors_mappable = false,
                     .hooks = &hooks};
 
 } // namespace ringload::tensorizer

@@ -70,7 +70,7 @@ Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const Ten
 }
 
 // torch zip tensors are views that may share and overlap their storages: they load through
-// those storages (bindings/cpp/src/storage_load.cpp, tensors_view_storages), never as one span
+// those storages (engine/orchestration/storage_load.cpp, tensors_view_storages), never as one span
 // per tensor, which would refuse shared views and misread strided ones.
 Result<FormatLoadGraph> build_tensor_graph(const Index& index, std::vector<TensorDestination> destinations,
                                            const LoadGraphRequest& request) {
@@ -93,7 +93,8 @@ const Format format{.name = "torch",
                     .may_be_encrypted = false,
                     .tensors_view_storages = true,
                     .has_data_version = false,
-                    .writes_remote = false,
+                    .keys_records = false,
+                    .tensors_mappable = false,
                     .hooks = &hooks};
 
 } // namespace ringload::torch_zip

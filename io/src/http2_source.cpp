@@ -198,7 +198,8 @@ private:
         // token), and neither a stream slot taken before the wait nor a redirect followed
         // meanwhile may change under it.
         const Url target = url_;
-        auto signing = sign_get(options_, target);
+        const std::string range = range_header_value(offset_bytes, dst.size());
+        auto signing = sign_get(options_, target, range);
         auto headers = co_await std::move(signing);
         if (!headers) {
             out.failed(headers.error(), FailureKind::fatal);
@@ -214,8 +215,6 @@ private:
             out.failed(abandoned_read(name_), FailureKind::fatal);
             co_return out;
         }
-        const std::string range =
-            "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
         auto requesting = (*connection)->get(target, range, *headers, dst);
         Http2Response response = co_await std::move(requesting);
         slot_freed_.cancel(); // wakes every waiter; each looks again
@@ -324,9 +323,7 @@ private:
 Task<Result<std::unique_ptr<Source>>> open_http2_source(asio::io_context& loop, std::string url,
                                                         HttpSourceOptions options, Http2SourceOptions http2) {
     RL_CO_TRY(parsed, parse_http_url(url));
-    if (options.connections == 0) {
-        co_return fail(errc::invalid_argument, url + ": 0 connections");
-    }
+    RL_CO_TRY_VOID(http_object::check_settings(url, options.connections, options.range_size_bytes));
     auto source = std::make_unique<Http2Source>(loop, std::move(parsed), options, http2.streams_per_connection,
                                                 http2.allow_http1);
     auto opening = source->open();

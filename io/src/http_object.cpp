@@ -6,6 +6,17 @@
 
 namespace ringload::http_object {
 
+Result<void> check_settings(const std::string& url, std::size_t connections, std::size_t range_size_bytes) {
+    if (connections == 0) {
+        return fail(errc::invalid_argument, url + ": 0 connections");
+    }
+    if (range_size_bytes % 4096 != 0) {
+        return fail(errc::invalid_argument,
+                    url + ": the range size must be a multiple of 4096 bytes, not " + std::to_string(range_size_bytes));
+    }
+    return {};
+}
+
 std::optional<std::uint64_t> parse_number(std::string_view text) {
     std::uint64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

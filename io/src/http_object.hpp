@@ -20,6 +20,10 @@ namespace ringload::http_object {
 
 constexpr std::size_t max_redirects = 5;
 
+// What both HTTP sources refuse before connecting: no connections, or a range size that is not
+// a multiple of 4096 bytes (the ring's slots hold whole pages for O_DIRECT).
+Result<void> check_settings(const std::string& url, std::size_t connections, std::size_t range_size_bytes);
+
 std::optional<std::uint64_t> parse_number(std::string_view text);
 
 // "bytes A-B/T" -> A, B, T (T may be "*").

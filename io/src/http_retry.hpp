@@ -79,13 +79,20 @@ Task<Result<std::size_t>> retry_range(std::string name, std::size_t attempts, st
     }
 }
 
-// The signer's headers for a GET of `url` (none without a signer), for both HTTP versions.
-// `options` belongs to the source that awaits this.
-inline Task<Result<std::vector<HttpSourceOptions::Header>>> sign_get(const HttpSourceOptions& options, Url url) {
+// The Range header's value for `length` bytes at `offset_bytes`: what a request sends and its
+// signer signs.
+inline std::string range_header_value(std::uint64_t offset_bytes, std::size_t length) {
+    return "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + length - 1);
+}
+
+// The signer's headers for a GET of `url` with Range `range` ("" for none; none without a
+// signer), for both HTTP versions. `options` belongs to the source that awaits this.
+inline Task<Result<std::vector<HttpSourceOptions::Header>>> sign_get(const HttpSourceOptions& options, Url url,
+                                                                     std::string range) {
     if (!options.sign_request) {
         co_return std::vector<HttpSourceOptions::Header>();
     }
-    auto signing = options.sign_request(std::move(url), "GET");
+    auto signing = options.sign_request(std::move(url), "GET", std::move(range));
     co_return co_await std::move(signing);
 }
 

@@ -187,7 +187,7 @@ private:
             }
             connection.connected = true;
         }
-        auto signing = sign(url_);
+        auto signing = sign(url_, range_header_value(offset_bytes, dst.size()));
         auto signed_get = co_await std::move(signing);
         if (!signed_get) {
             Exchange failed;
@@ -201,16 +201,17 @@ private:
     }
 
     // A GET as signed: the URL the signer saw, which is where it goes (a signer may wait, for a
-    // token, and a redirect meanwhile must not send it elsewhere), and its headers (none
-    // without a signer).
+    // token, and a redirect meanwhile must not send it elsewhere), the Range it signed, which is
+    // the one sent ("" for none), and its headers (none without a signer).
     struct SignedGet {
         Url url;
+        std::string range;
         std::vector<HttpSourceOptions::Header> headers;
     };
-    Task<Result<SignedGet>> sign(Url url) {
-        auto signing = sign_get(options_, url);
+    Task<Result<SignedGet>> sign(Url url, std::string range) {
+        auto signing = sign_get(options_, url, range);
         RL_CO_TRY(headers, co_await std::move(signing));
-        co_return SignedGet{std::move(url), std::move(headers)};
+        co_return SignedGet{std::move(url), std::move(range), std::move(headers)};
     }
 
     // Sends a GET for the object (with `range` as its Range header, if given) and reads the
@@ -281,8 +282,7 @@ private:
     Task<Exchange> exchange_on(Stream& stream, Connection& connection, bool reused, std::uint64_t offset_bytes,
                                std::span<std::byte> dst, SignedGet get) {
         Exchange out;
-        const std::string range =
-            "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + dst.size() - 1);
+        const std::string range = get.range;
         std::optional<ResponseHeadParser> final_head;
         auto sending = send_get(stream, connection, &range, std::move(get), final_head);
         const boost::system::error_code read_ec = co_await std::move(sending);
@@ -509,7 +509,7 @@ private:
             co_return connected.bytes.error();
         }
         connection->connected = true;
-        auto signing = sign(url_);
+        auto signing = sign(url_, "");
         RL_CO_TRY(signed_get, co_await std::move(signing));
         auto requesting = connection->stream.visit(
             [&](auto& stream) { return start_get(stream, *connection, std::move(signed_get)); });
@@ -594,9 +594,7 @@ private:
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,
                                                        HttpSourceOptions options) {
     RL_CO_TRY(parsed, parse_http_url(url));
-    if (options.connections == 0) {
-        co_return fail(errc::invalid_argument, url + ": 0 connections");
-    }
+    RL_CO_TRY_VOID(http_object::check_settings(url, options.connections, options.range_size_bytes));
     auto source = std::make_unique<HttpSource>(loop, std::move(parsed), options);
     auto handing_out = open_and_hand_out(std::move(source));
     co_return co_await std::move(handing_out);

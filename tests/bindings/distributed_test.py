@@ -113,8 +113,11 @@ def _options(case: dict, rank: int = 0) -> dict:
         options["verify_hash"] = True
     if case.get("dtype"):
         options["dtype"] = getattr(torch, case["dtype"])
-    if case.get("s3_endpoint"):
-        options["s3_endpoint"] = case["s3_endpoint"]
+    for name in ("s3_endpoint", "gcs_endpoint"):  # the option table's keywords, passed as they are
+        if case.get(name):
+            options[name] = case[name]
+    if case.get("gcs_endpoint"):
+        options["gcs_anonymous"] = True  # the emulator checks no token
     return options
 
 
@@ -285,7 +288,9 @@ def test_a_rank_that_dies_fails_the_others_within_the_timeout(files):
 
 @pytest.fixture(scope="module")
 def remote_files(files):
-    """The same files from a real nginx (HTTP/1.1) and a real S3 server (moto)."""
+    """The same files from a real nginx (HTTP/1.1), a real S3 server (moto) and a real GCS
+    emulator (fake-gcs-server)."""
+    from gcs_server import FakeGcsServer
     from nginx import Nginx
     from s3_server import MotoServer
     # Not under pytest's tmp_path, whose parent only its owner may enter: nginx's workers may
@@ -296,24 +301,28 @@ def remote_files(files):
     for fmt, name in names.items():
         shutil.copy(files[fmt], os.path.join(root, name))
         os.chmod(os.path.join(root, name), 0o644)
-    with Nginx(root) as nginx, MotoServer() as s3:
+    with Nginx(root) as nginx, MotoServer() as s3, FakeGcsServer() as gcs:
         admin = s3.client()
         admin.create_bucket(Bucket="models")
+        gcs.create_bucket("models")
         for name in names.values():
             admin.upload_file(os.path.join(root, name), "models", name)
+            gcs.upload("models", name, os.path.join(root, name))
         yield {"http": {fmt: f"{nginx.http_url}/{name}" for fmt, name in names.items()},
-               "s3": {fmt: f"s3://models/{name}" for fmt, name in names.items()}, "s3_endpoint": s3.url}
+               "s3": {fmt: f"s3://models/{name}" for fmt, name in names.items()}, "s3_endpoint": s3.url,
+               "gs": {fmt: f"gs://models/{name}" for fmt, name in names.items()}, "gcs_endpoint": gcs.url}
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.mark.parametrize("where", ["http", "s3"])
+@pytest.mark.parametrize("where", ["http", "s3", "gs"])
 def test_over_http_and_s3_every_rank_gets_what_one_process_loads(remote_files, files, where, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "admin")  # run_ranks passes the environment to the ranks
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "admin")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     for fmt in ("safetensors", "torch", "tensorizer"):
         expected = reference(files[fmt])
-        case = {"path": remote_files[where][fmt], "s3_endpoint": remote_files["s3_endpoint"] if where == "s3" else ""}
+        case = {"path": remote_files[where][fmt], "s3_endpoint": remote_files["s3_endpoint"] if where == "s3" else "",
+                "gcs_endpoint": remote_files["gcs_endpoint"] if where == "gs" else ""}
         results = run_ranks(2, case)
         for result in results:
             assert "error" not in result, (fmt, result)

@@ -1,6 +1,6 @@
 // tests/bindings/slice_runs_test.cpp
 //
-// slice_element_runs (bindings/cpp/src/slice_runs.hpp) against a brute-force walk of the slice's
+// slice_element_runs (engine/orchestration/slice_runs.hpp) against a brute-force walk of the slice's
 // elements in C order: every element from the right storage element, runs maximal, and the run
 // counts the issue asks for (a row range is one run, a column slice one per row); and
 // Deserializer::load_slices on a fixture written by the real tensorizer against the bytes its

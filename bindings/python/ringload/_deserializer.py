@@ -26,6 +26,7 @@ from . import _ringload
 from ._crypto import DecryptionParams, secret_kwargs
 from ._progress import progress_callback
 from ._slices import drop_dims, load_slices, normalize_index
+from ._opening import open_engine
 from ._tensors import CONVERTIBLE, loaded_dtype, to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
@@ -266,8 +267,7 @@ class TensorDeserializer(collections.abc.Mapping):
         self._progress = progress if progress is not None else progress_callback(progress_bar, uri)
         self._group = process_group
         try:
-            self._engine = _ringload.Deserializer(uri, read_mode=read_mode, placement=placement,
-                                                  **self._secret, **network)
+            self._engine = open_engine(uri, read_mode=read_mode, placement=placement, **self._secret, **network)
         except BaseException:
             self._close_spooled()
             raise

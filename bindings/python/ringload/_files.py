@@ -20,14 +20,14 @@ from typing import Optional
 from . import _ringload
 from ._crypto import encryption_kwargs, secret_kwargs
 from ._deserializer import TensorDeserializer, _uri_of
-from ._opening import explained_open
+from ._opening import check_exists, open_engine
 from ._shared import _remove_duplicate_names, check_for_save, check_metadata
 
 _BACKENDS = ("mmap", "pread")  # safetensors' ways to read; the engine has its own, either is accepted
 
 
 def _device_of(device) -> str:
-    return f"cuda:{device}" if isinstance(device, int) else str(device)
+    return _ringload.device_text(device)
 
 
 def load_file(filename, device="cpu", dtype=None, *, backend: Optional[str] = None, **options) -> dict:
@@ -44,9 +44,9 @@ def load_file(filename, device="cpu", dtype=None, *, backend: Optional[str] = No
     if backend is not None and backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(_BACKENDS)}, not {backend!r}")
     uri = _uri_of(filename)
-    with explained_open(uri, wants_safetensors=False):
-        with TensorDeserializer(filename, device=_device_of(device), dtype=dtype, **options) as deserializer:
-            return deserializer.flat_tensors()
+    check_exists(uri)
+    with TensorDeserializer(filename, device=_device_of(device), dtype=dtype, **options) as deserializer:
+        return deserializer.flat_tensors()
 
 
 def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, format: str = "safetensors",
@@ -153,7 +153,7 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
     Returns:
         What was done: format, tensors, bytes_read, peak_held_bytes, batches, file_bytes, seconds.
     """
-    engine = _ringload.Deserializer(_uri_of(source), **secret_kwargs(decryption), **network)
+    engine = open_engine(_uri_of(source), **secret_kwargs(decryption), **network)
     try:
         return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget,
                                  **encryption_kwargs(encryption))

@@ -1,79 +1,83 @@
-"""What the safetensors drop-in adds around opening a file: safetensors' FileNotFoundError for
-a missing local file, and, when a file meant as safetensors is refused as unrecognised, what
-is wrong with its header instead of "unrecognised first bytes".
+"""What the package asks the engine about a URI before opening it: whether a registered source
+reads it or it is a local file, safetensors' FileNotFoundError for a missing local file, and
+the one rule for when a CPU load maps a file's pages. The engine itself explains a file that no
+format recognises when the caller meant one (expected_format=).
 
-    with explained_open(filename, wants_safetensors=True):
-        engine = _ringload.Deserializer(uri)
+    check_exists(uri)
+    engine = _ringload.Deserializer(uri, expected_format="safetensors")
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import struct
 from typing import Optional
 
-from .errors import FormatError, SourceNotFoundError
-
-_LENGTH_FIELD_BYTES = 8
-_HEADER_BYTES_MAX = 100_000_000  # safetensors' own limit (MAX_HEADER_SIZE)
+from . import _ringload
+from .errors import RingloadError, SourceNotFoundError
 
 
-def is_url(text: str) -> bool:
-    return "://" in text
+def is_remote(uri) -> bool:
+    """Whether a registered source (http(s), s3, gs, az, redis, ...) reads `uri`."""
+    return _ringload.source_of(str(uri)) is not None
+
+
+def local_path(uri) -> Optional[str]:
+    """The local file `uri` names (file:// taken off), or None when a registered source reads it."""
+    return _ringload.local_path(str(uri))
 
 
 def check_exists(uri: str) -> None:
-    """A missing local file raises FileNotFoundError with safetensors' words."""
-    if not is_url(uri) and not os.path.exists(uri):
+    """A missing local file raises FileNotFoundError with safetensors' words. (Another
+    scheme:// is left to open_engine: fsspec's, or the engine's error naming what it reads.)"""
+    try:
+        path = local_path(uri)
+    except RingloadError:  # a scheme:// no source takes
+        return
+    if path is not None and not os.path.exists(path):
         raise SourceNotFoundError(f"No such file or directory: {uri}")
 
 
-def header_problem(head: bytes, size_bytes: int) -> Optional[str]:
-    """What keeps `head` (a file's first bytes, of size_bytes in all) from being a safetensors
-    header, in words; None where it looks like one."""
-    if size_bytes < _LENGTH_FIELD_BYTES:
-        return (f"the file has {size_bytes} bytes, fewer than the 8-byte header length a safetensors "
-                "file starts with (HeaderTooSmall)")
-    (length,) = struct.unpack("<Q", head[:_LENGTH_FIELD_BYTES])
-    if length == 0:
-        return "the header length (first 8 bytes, little-endian) is 0 (InvalidHeaderLength)"
-    if length > _HEADER_BYTES_MAX:
-        return (f"the header length (first 8 bytes, little-endian) says {length} bytes, more than safetensors' "
-                f"limit of {_HEADER_BYTES_MAX} (HeaderTooLarge)")
-    if length > size_bytes - _LENGTH_FIELD_BYTES:
-        return (f"the header length (first 8 bytes, little-endian) says {length} bytes, but only "
-                f"{size_bytes - _LENGTH_FIELD_BYTES} follow it (InvalidHeaderLength)")
-    start = head[_LENGTH_FIELD_BYTES:_LENGTH_FIELD_BYTES + 1]
-    if start != b"{":
-        return f"the header does not start with '{{' but with {head[8:24]!r} (InvalidHeaderStart)"
-    return None
+def maps_by_name(uri) -> bool:
+    """Whether the extension of `uri` names a format whose tensors a CPU load may leave in the
+    file's pages (the engine's Format::tensors_mappable: safetensors)."""
+    text = str(uri)
+    return any(facts["tensors_mappable"] and text.endswith(extension)
+               for facts in _ringload.formats() for extension in facts["extensions"])
 
 
-def _explain(uri: str, error: FormatError) -> FormatError:
-    if is_url(uri) or "unrecognised first bytes" not in str(error):
-        return error
+def cached_local_file(uri) -> Optional[str]:
+    """The local file `uri` names when the page cache holds it (the engine's read_mode "auto"
+    would read it from there), else None. A CPU load maps such a file's pages (placement
+    "mapped"): reading it again through the ring would copy what memory already holds, while a
+    cold file is read faster with O_DIRECT (docs/benchmarks.md)."""
     try:
-        size_bytes = os.path.getsize(uri)
-        with open(uri, "rb") as file:
-            head = file.read(64)
-    except OSError:
-        return error
-    problem = header_problem(head, size_bytes)
-    if problem is None:
-        return error
-    return FormatError(f"{uri}: not a valid safetensors file: Error while deserializing header: {problem}")
+        path = local_path(uri)
+    except RingloadError:  # a scheme:// no source takes
+        return None
+    return path if path is not None and _ringload.mostly_in_page_cache(os.path.realpath(path)) else None
 
 
-@contextlib.contextmanager
-def explained_open(uri: str, wants_safetensors: bool):
-    """Checks that a local file exists; when the caller meant safetensors (safe_open, load, a
-    .safetensors name), an unrecognised file is refused with what is wrong with its header."""
-    check_exists(uri)
+def fsspec_reader(uri: str):
+    """(size, read, how) for Deserializer(reader=...) when no registered source reads `uri` but an
+    installed fsspec file system does (hf://, abfs://, gcsfs's gcs://, ...): the slower path,
+    one range at a time through fsspec's cat_file, with the engine's stages after it. None when
+    `uri` is a local path or a registered source's, or fsspec is not installed or does not know
+    the scheme (the engine's error then names the forms it reads)."""
+    text = str(uri)
+    if "://" not in text or text.startswith("file://") or is_remote(text):
+        return None
     try:
-        yield
-    except FormatError as error:
-        if wants_safetensors or uri.endswith(".safetensors"):
-            explained = _explain(uri, error)
-            if explained is not error:
-                raise explained from None
-        raise
+        import fsspec
+        fs, path = fsspec.core.url_to_fs(text)
+    except (ImportError, ValueError):
+        return None
+
+    def read(offset: int, length: int) -> bytes:
+        return fs.cat_file(path, start=offset, end=offset + length)
+
+    return fs.size(path), read, f"fsspec {type(fs).__name__}"
+
+
+def open_engine(uri: str, **kwargs):
+    """_ringload.Deserializer(uri, ...), through fsspec_reader where only fsspec reads `uri`."""
+    reader = fsspec_reader(uri)
+    return _ringload.Deserializer(uri, reader=reader, **kwargs) if reader else _ringload.Deserializer(uri, **kwargs)

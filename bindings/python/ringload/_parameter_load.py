@@ -61,18 +61,16 @@ _OPEN_ONLY = ("verify_hash", "process_group", "placement")
 
 def _mappable(source: str, kwargs: dict) -> bool:
     """A file the engine can leave in its pages: local, safetensors, unencrypted, unverified."""
-    from ._opening import is_url
-    return (not is_url(source) and source.endswith(".safetensors") and "encryption" not in kwargs
+    from ._opening import local_path, maps_by_name
+    return (local_path(source) is not None and maps_by_name(source) and "encryption" not in kwargs
             and not kwargs.get("verify_hash"))
 
 
 def _maps(source: str, kwargs: dict, map_files) -> bool:
     if not map_files or not _mappable(source, kwargs):
         return False
-    from . import _ringload
-    # "cached": as the engine's read_mode "auto" decides (io/src/file_source.cpp): a file mostly
-    # in the page cache; less, it reads with O_DIRECT, which faulting a mapping in cannot match.
-    return map_files != "cached" or _ringload.mostly_in_page_cache(source)
+    from ._opening import cached_local_file
+    return map_files != "cached" or cached_local_file(source) is not None
 
 
 def _open_all(sources: List[str], kwargs: dict, map_files):

@@ -20,7 +20,7 @@ from typing import Optional
 from . import _ringload
 from ._crypto import DecryptionParams, secret_kwargs
 from ._deserializer import _Entry, _uri_of
-from ._opening import explained_open
+from ._opening import check_exists, open_engine
 from ._slices import load_slices
 from ._tensors import to_torch
 from .errors import SafetensorError, SliceIndexError
@@ -69,9 +69,11 @@ class safe_open:  # noqa: N801 (safetensors' name)
         self._verify = bool(verify_hash)
         self._bytes_read = 0
         uri = _uri_of(filename)
-        with explained_open(uri, wants_safetensors=True):
-            self._engine = _ringload.Deserializer(uri, **secret_kwargs(encryption), **network)
-            rows = self._engine.tensors()
+        check_exists(uri)
+        # expected_format: a file the engine does not recognise is refused with what is wrong
+        # with its safetensors header, as safetensors words it.
+        self._engine = open_engine(uri, expected_format="safetensors", **secret_kwargs(encryption), **network)
+        rows = self._engine.tensors()
         self._entries = [_Entry(row) for row in rows]
         self._by_name = {entry.name: entry for entry in self._entries}
         self._metadata = dict(self._engine.metadata) or None

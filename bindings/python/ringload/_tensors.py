@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import math
 
+from . import _ringload
+
 # numpy's names for the dtypes it has; the rest are opaque to numpy (tensorizer's word).
 NUMPY_DTYPES = {
     "float64": "<f8", "float32": "<f4", "float16": "<f2", "int64": "<i8", "int32": "<i4", "int16": "<i2",
     "int8": "i1", "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8", "bool": "?",
     "complex64": "<c8", "complex128": "<c16",
 }
-ITEMSIZE = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-    "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1, "complex32": 4, "complex64": 8,
-    "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
-    "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
-}
+# The engine's dtypes (ringload/dtype.hpp): name -> (itemsize, converted by a load's dtype=).
+_DTYPES = _ringload.dtypes()
+ITEMSIZE = {name: size for name, (size, _) in _DTYPES.items()}
 
 
 def torch_dtype(name: str):
@@ -69,7 +68,7 @@ def to_numpy(loaded, k: int, dtype: str, shape: tuple):
 
 
 # Floating dtypes a load converts (dtype=); the others keep their stored type.
-CONVERTIBLE = ("float64", "float32", "float16", "bfloat16")
+CONVERTIBLE = tuple(name for name, (_, converts) in _DTYPES.items() if converts)
 
 
 def loaded_dtype(stored: str, wanted) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
 from ._crypto import DecryptionParams
-from ._opening import is_url
+from . import _ringload
+from ._opening import is_remote
 
 
 def _positive_int(value) -> bool:
@@ -43,24 +44,31 @@ def _uris(value) -> bool:
     return isinstance(value, list) and value != [] and all(_text(item) for item in value)
 
 
-# name -> (check, what it must be); everything but uri, key_file, passphrase_file, read_once,
-# into_parameters and save_sharded_state goes to stream_tensors (TensorDeserializer's keyword arguments) under the same name.
+def _engine_option(row: dict):
+    """(check, what it must be) for a row of the engine's option table (ringload/options.hpp)."""
+    kind, default = row["kind"], f" (default {row['default']})" if row["default"] else ""
+    if kind == "choice":
+        return (lambda v, choices=tuple(row["choices"]): v in choices,
+                " or ".join(f'"{choice}"' for choice in row["choices"]) + default)
+    return {
+        "count": (_positive_int, "a positive integer" + default),
+        "bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
+        "seconds": (_number, "seconds, a positive number" + default),
+        "flag": (lambda v: isinstance(v, bool), "true or false"),
+    }.get(kind, (_text, row["help"]))
+
+
+# name -> (check, what it must be): the loader's own, then every row of the engine's option
+# table (network, placement, each registered source's: s3_endpoint, gcs_credentials, ...).
+# Everything but uri, key_file, passphrase_file, read_once, into_parameters and
+# save_sharded_state goes to stream_tensors (TensorDeserializer's keyword arguments) by name.
 OPTIONS = {
-    "uri": (_uris, "a path or URL (file, http(s)://, s3://, redis://), or a list of them"),
+    "uri": (_uris, "a path or URL (file, or any registered source's: "
+            + ", ".join(source["uri_forms"] for source in _ringload.sources()) + "), or a list of them"),
     "verify_hash": (lambda v: isinstance(v, bool), "true or false"),
     "key_file": (_text, "the path of a file holding the raw 32-byte key"),
     "passphrase_file": (_text, "the path of a file holding the passphrase"),
-    "connections": (_positive_int, "a positive integer"),
-    "streams": (_positive_int, "a positive integer"),
-    "timeout": (_number, "seconds, a positive number"),
-    "attempts": (_positive_int, "a positive integer"),
-    "range_size": (_non_negative_int, "bytes, an integer (0: the default)"),
-    "http_version": (lambda v: v in ("auto", "1.1", "2"), '"auto", "1.1" or "2"'),
-    "ca_file": (_text, "the path of a PEM file or hashed directory of CAs"),
-    "insecure": (lambda v: isinstance(v, bool), "true or false"),
-    "s3_endpoint": (_text, "a URL such as http://127.0.0.1:9000"),
-    "read_mode": (lambda v: v in ("auto", "direct", "buffered"), '"auto", "direct" or "buffered"'),
-    "placement": (lambda v: v in ("auto", "arena", "mapped"), '"auto", "arena" or "mapped"'),
+    **{row["name"]: _engine_option(row) for row in _ringload.option_table()},
     "ring_bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
     "slot_size": (_non_negative_int, "bytes, an integer (0: the default)"),
     "threads": (_non_negative_int, "an integer (0: one per core)"),
@@ -192,7 +200,7 @@ def _indexed(folder: str, index_name, files: List[str]) -> List[str]:
 def check_sources(sources: List[str]) -> None:
     """A local file that is missing fails here, by name, before vLLM builds anything on it."""
     for source in sources:
-        if not is_url(source) and not os.path.isfile(source):
+        if not is_remote(source) and not os.path.isfile(source):
             raise FileNotFoundError(f"ringload: the weights file {source} does not exist")
 
 

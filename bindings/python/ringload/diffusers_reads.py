@@ -55,9 +55,8 @@ def _placement_for(path: str, device: str, asked: str) -> str:
     """asked, or for "auto": the file's pages where a local file on the CPU is cached."""
     if asked != "auto":
         return asked
-    from ._opening import is_url
-    from ._ringload import mostly_in_page_cache
-    return "mapped" if device == "cpu" and not is_url(path) and mostly_in_page_cache(path) else "auto"
+    from ._opening import cached_local_file
+    return "mapped" if device == "cpu" and cached_local_file(path) is not None else "auto"
 
 
 def _reader(original, reads: Reads, placement: str, options: dict):

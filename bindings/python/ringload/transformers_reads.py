@@ -78,21 +78,19 @@ class Reads:
 
 
 def _local_path(filename) -> bool:
-    text = str(filename)
-    return "://" not in text or text.startswith("file://")
+    from ._opening import local_path
+    return local_path(filename) is not None
 
 
 def _cached(filename) -> bool:
-    """The file is mostly in the page cache (the engine's read_mode "auto" test): mapped, its
-    pages are the parameters; cold, O_DIRECT reads into memory of the load's own were faster
-    than faulting a mapping in (docs/benchmarks.md)."""
-    from . import _ringload
-    return _ringload.mostly_in_page_cache(_key_of(filename))
+    """Mapped when cached, its pages are the parameters (_opening.cached_local_file)."""
+    from ._opening import cached_local_file
+    return cached_local_file(filename) is not None
 
 
 def _key_of(filename) -> str:
-    text = str(filename)
-    return os.path.realpath(text[len("file://"):] if text.startswith("file://") else text)
+    from ._opening import local_path
+    return os.path.realpath(local_path(filename))
 
 
 def _is_cpu(device) -> bool:

@@ -215,11 +215,9 @@ def _tensor_parallel_group(device: str):
 def _device_of(model) -> str:
     """Where the model's parameters live (vLLM builds it on its load device), as ringload
     spells devices; the tensors are read straight there."""
+    from . import _ringload
     for parameter in model.parameters():
-        device = parameter.device
-        if device.type == "cuda":
-            return f"cuda:{device.index if device.index is not None else 0}"
-        return "cpu"
+        return _ringload.device_text(str(parameter.device))
     return "cpu"
 
 

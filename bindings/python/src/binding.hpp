@@ -96,5 +96,6 @@ void bind_errors(nb::module_& m);
 void bind_deserializer(nb::module_& m);
 void bind_serializer(nb::module_& m);
 void bind_stream(nb::module_& m); // stream_binding.cpp
+void bind_facts(nb::module_& m);  // facts_binding.cpp
 
 } // namespace ringload::python

@@ -10,6 +10,7 @@
 #include "dlpack.hpp"
 #include "stream_binding.hpp"
 
+#include "ringload/options.hpp"
 #include "ringload/ringload.hpp"
 #include "ringload/share_plan.hpp"
 
@@ -20,6 +21,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -161,34 +164,87 @@ nb::ndarray<Framework> array_of(const std::shared_ptr<Loaded>& loaded, std::size
                                    loaded->model.device, raw);
 }
 
-Placement placement_from_text(const std::string& text) {
-    if (text == "arena") {
-        return Placement::arena;
+// The keyword arguments of Deserializer(): rows of the option table (ringload/options.hpp),
+// each value as the text set_option takes. None leaves an option at its default.
+std::string option_text(const std::string& name, nb::handle value) {
+    if (nb::isinstance<nb::bool_>(value)) {
+        return nb::cast<bool>(value) ? "true" : "false";
     }
-    if (text == "mapped") {
-        return Placement::mapped_file;
+    if (nb::isinstance<nb::int_>(value) || nb::isinstance<nb::float_>(value) || nb::isinstance<nb::str>(value)) {
+        return nb::cast<std::string>(nb::str(value));
     }
-    if (text != "auto") {
-        throw nb::value_error("placement must be 'auto', 'arena' or 'mapped'");
+    throw nb::type_error(("option " + name + " must be a number, text or a bool, not " +
+                          nb::cast<std::string>(nb::str(value.type().attr("__name__"))))
+                             .c_str());
+}
+
+void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load) {
+    for (auto [key, value] : given) {
+        const std::string name = nb::cast<std::string>(key);
+        if (value.is_none()) {
+            continue;
+        }
+        auto applied = set_option(open, load, name, option_text(name, value));
+        if (!applied) {
+            throw nb::value_error(applied.error().message().c_str());
+        }
     }
-    return Placement::automatic;
+}
+
+// A Python callable kept by the engine's reader source, dropped with the GIL held (the source
+// may go on a thread that does not hold it).
+struct PythonCallable {
+    nb::object function;
+    explicit PythonCallable(nb::object f) : function(std::move(f)) {}
+    PythonCallable(const PythonCallable&) = delete;
+    PythonCallable& operator=(const PythonCallable&) = delete;
+    ~PythonCallable() {
+        nb::gil_scoped_acquire held;
+        function.reset();
+    }
+};
+
+// Deserializer(reader=(size, read, how)): `read(offset, length)` returns up to `length` bytes
+// (fewer only at the end), called from the engine's I/O thread with the GIL taken for it.
+std::optional<ExternalReader> external_reader_of(nb::handle reader) {
+    if (reader.is_none()) {
+        return std::nullopt;
+    }
+    auto parts = nb::cast<nb::tuple>(reader);
+    if (parts.size() != 3) {
+        throw nb::value_error("reader must be (size, read(offset, length) -> bytes, how)");
+    }
+    ExternalReader external;
+    external.size_bytes = nb::cast<std::uint64_t>(parts[0]);
+    external.how = nb::cast<std::string>(parts[2]);
+    auto callable = std::make_shared<PythonCallable>(nb::borrow(parts[1]));
+    external.read = [callable, reader_how = external.how](std::uint64_t offset,
+                                                          std::span<std::byte> dst) -> Result<std::size_t> {
+        nb::gil_scoped_acquire held;
+        try {
+            nb::object data = callable->function(offset, dst.size());
+            nb::bytes bytes = nb::cast<nb::bytes>(data);
+            const std::size_t count = std::min(dst.size(), bytes.size());
+            std::memcpy(dst.data(), bytes.data(), count);
+            return count;
+        } catch (const nb::python_error& error) {
+            // The exception's type and text, not the traceback python_error::what() carries.
+            const std::string why = nb::cast<std::string>(nb::str(error.type().attr("__name__"))) + ": " +
+                                    nb::cast<std::string>(nb::str(error.value()));
+            return fail(errc::io_error, "reading through " + reader_how + " failed: " + why);
+        } catch (const std::exception& error) {
+            return fail(errc::io_error, "reading through " + reader_how + " failed: " + error.what());
+        }
+    };
+    return external;
 }
 
 class PyDeserializer {
 public:
     PyDeserializer(const std::string& uri, std::optional<nb::bytes> key, std::optional<std::string> passphrase,
-                   const std::string& read_mode, const std::string& placement, const NetworkOptions& network)
-        : placement_(placement_from_text(placement)) {
-        OpenOptions options;
-        options.network = network;
+                   OpenOptions options, Placement placement)
+        : placement_(placement), network_(options.network) {
         options.ring_at_open = placement_ != Placement::mapped_file; // its loads map the file's pages
-        if (read_mode == "direct") {
-            options.read_mode = ReadMode::direct;
-        } else if (read_mode == "buffered") {
-            options.read_mode = ReadMode::buffered;
-        } else if (read_mode != "auto") {
-            throw nb::value_error("read_mode must be 'auto', 'direct' or 'buffered'");
-        }
         if (key) {
             std::span<const std::byte> bytes(static_cast<const std::byte*>(key->data()), key->size());
             options.decryption = value_or_throw(DecryptionParams::from_key(bytes));
@@ -213,6 +269,7 @@ public:
         options.format = format;
         options.verify_hashes = verify;
         options.memory_budget_bytes = memory_budget;
+        options.network = network_; // the open's settings reach a remote target too (gs://, s3://)
         options.encryption = encryption_params(key, passphrase, opslimit, memlimit, salt);
         Result<ConvertSummary> converted = fail(errc::invalid_argument, "not converted");
         {
@@ -377,32 +434,11 @@ private:
 
     std::shared_ptr<Deserializer> inner_;
     Placement placement_ = Placement::automatic; // where every load of this file puts its tensors
+    NetworkOptions network_;                     // the open's, for a convert's remote target
     // One load at a time: the engine's deserializer is single-threaded. Taken with the GIL
     // released (a waiting thread must not hold the GIL the running load's progress needs).
     std::mutex mutex_;
 };
-
-NetworkOptions network_options(std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,
-                               const std::string& http_version, const std::string& ca_file, bool insecure,
-                               const std::string& s3_endpoint, std::size_t range_size) {
-    NetworkOptions network;
-    network.connections = connections;
-    network.streams_per_connection = streams;
-    network.timeout_seconds = timeout;
-    network.attempts = attempts;
-    network.ca_file = ca_file;
-    network.insecure = insecure;
-    network.range_size_bytes = range_size;
-    network.s3.endpoint = s3_endpoint;
-    if (http_version == "1.1") {
-        network.http_version = HttpVersion::http1_1;
-    } else if (http_version == "2") {
-        network.http_version = HttpVersion::http2;
-    } else if (!http_version.empty() && http_version != "auto") {
-        throw nb::value_error("http_version must be 'auto', '1.1' or '2'");
-    }
-    return network;
-}
 
 // Deserializer.plan_shares: ringload/share_plan.hpp's plan, as nested tuples for _distributed.py.
 nb::tuple share_plan_tuple(PyDeserializer& self, const std::vector<std::size_t>& indices,
@@ -538,19 +574,19 @@ void bind_deserializer(nb::module_& m) {
         .def(
             "__init__",
             [](PyDeserializer* self, const std::string& uri, std::optional<nb::bytes> key,
-               std::optional<std::string> passphrase, const std::string& read_mode, const std::string& placement,
-               std::size_t connections, std::size_t streams, double timeout, std::size_t attempts,
-               const std::string& http_version, const std::string& ca_file, bool insecure,
-               const std::string& s3_endpoint, std::size_t range_size) {
-                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), read_mode, placement,
-                                          network_options(connections, streams, timeout, attempts, http_version,
-                                                          ca_file, insecure, s3_endpoint, range_size));
+               std::optional<std::string> passphrase, const std::string& expected_format, nb::handle reader,
+               const nb::kwargs& options) {
+                OpenOptions open;
+                LoadOptions load;
+                apply_options(options, open, load);
+                open.expected_format = expected_format;
+                open.external_reader = external_reader_of(reader);
+                new (self) PyDeserializer(uri, std::move(key), std::move(passphrase), std::move(open), load.placement);
             },
             nb::arg("uri"), nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
-            nb::arg("read_mode") = "auto", nb::arg("placement") = "auto", nb::arg("connections") = 8,
-            nb::arg("streams") = 1, nb::arg("timeout") = 30.0, nb::arg("attempts") = 6,
-            nb::arg("http_version") = "auto", nb::arg("ca_file") = "", nb::arg("insecure") = false,
-            nb::arg("s3_endpoint") = "", nb::arg("range_size") = 0)
+            nb::arg("expected_format") = "", nb::arg("reader").none() = nb::none(), nb::arg("options"),
+            "Opens `uri` with the option table's settings as keyword arguments (option_table() lists "
+            "them: read_mode, placement, connections, ..., each registered source's)")
         .def("tensors", &PyDeserializer::tensors, "The index: one dict per tensor, in file order")
         .def("tensor_rows", &PyDeserializer::tensor_rows,
              "The index as tuples (index, name, path, dtype, shape, byte_length, data_length, is_meta, "

@@ -46,7 +46,12 @@ struct Format {
     bool may_be_encrypted = false;      // tensors may be encrypted: a key or passphrase opens them
     bool tensors_view_storages = false; // tensors are views of shared storages (Index::storages)
     bool has_data_version = false;      // files carry a data version (Index, WriteSummary)
-    bool writes_remote = false;         // its writer publishes to s3:// and redis:// targets too
+    // Its records can be keyed one by one in a key-value store's layout (tensorizer's redis://):
+    // sources that publish only such formats (SourceKind::publishes_any_file false) take it.
+    bool keys_records = false;
+    // A tensor is its stored bytes at data_offset_bytes, as loaded (no record header inside, no
+    // storage view): a CPU load may hand out the file's own pages (Placement::mapped).
+    bool tensors_mappable = false;
     const FormatHooks* hooks = nullptr; // never null for a registered format
 };
 

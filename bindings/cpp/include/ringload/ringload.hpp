@@ -52,6 +52,16 @@ enum class ReadMode : std::uint8_t {
     buffered,
 };
 
+// Bytes that no registered source reaches, read by the caller's function (the Python package's
+// fsspec file systems: hf://, abfs://, gcsfs, ...): the engine's stages run after it as after
+// any source. `read` fills dst from offset_bytes and returns how many bytes it put there (fewer
+// only at the end of the file); it is called on the load's I/O thread, one call at a time.
+struct ExternalReader {
+    std::uint64_t size_bytes = 0;
+    std::function<Result<std::size_t>(std::uint64_t offset_bytes, std::span<std::byte> dst)> read;
+    std::string how; // "fsspec HTTPFileSystem": for summaries
+};
+
 struct OpenOptions {
     ReadMode read_mode = ReadMode::automatic;
     // For encrypted files. Given for a file that is not encrypted, open() fails (as tensorizer
@@ -63,6 +73,12 @@ struct OpenOptions {
     // once. False: by the first load that reads through it (a file whose loads map its pages
     // never needs one: 12-25 ms of a 0.45 s from_pretrained, docs/benchmarks.md).
     bool ring_at_open = true;
+    // The format the caller means ("safetensors"), or "" for any: a file that no format
+    // recognises is then refused with what this format finds wrong in its first bytes. The
+    // format is still detected from the bytes, never taken from this.
+    std::string expected_format;
+    // Set: open() reads through it, and the URI is only the name messages use.
+    std::optional<ExternalReader> external_reader;
 };
 
 // When a host load faults its destination memory in (the kernel zeroes each fresh page).
@@ -233,7 +249,7 @@ public:
     const std::string& source_name() const;
     Result<LoadedModel> load(const LoadOptions& options = {});
     // Reads only the bytes of the requested slices, all of them in one pass through the ring
-    // (bindings/cpp/src/slice_load.cpp): LoadedModel::tensors holds one C-order tensor per
+    // (engine/orchestration/slice_load.cpp): LoadedModel::tensors holds one C-order tensor per
     // request, in request order (a tensor may be asked for more than once), and bytes_read
     // what came from the source. Of `options`, filter, destination, contiguous and
     // compute_sha256 do not apply. Encrypted files and verify_hashes read the covering whole

@@ -49,10 +49,13 @@ struct HttpSourceOptions {
     std::size_t range_size_bytes = 8 << 20; // the read size the source asks the engine for
     // Headers a request carries besides Host, User-Agent and Range: awaited before each request
     // (after redirects too), so that a signer may fetch or refresh a token over the network
-    // first. S3's SigV4 Authorization is one. An error fails the read (not retried). Called on
-    // the loop thread; the arguments are copies, so the coroutine may keep them.
+    // first. S3's SigV4 Authorization is one. `range` is the value of the Range header the
+    // request carries ("bytes=0-8388607"; "" for none): Azure's Shared Key signs it. An error
+    // fails the read (not retried). Called on the loop thread; the arguments are copies, so the
+    // coroutine may keep them.
     using Header = std::pair<std::string, std::string>;
-    using RequestSigner = std::function<Task<Result<std::vector<Header>>>(Url url, std::string method)>;
+    using RequestSigner =
+        std::function<Task<Result<std::vector<Header>>>(Url url, std::string method, std::string range)>;
     RequestSigner sign_request;
     // What a refusal's body says, for the error message (S3's XML "Code: Message"): given the
     // status and the body of a 4xx, or of a redirect without a Location, when the body is at most
@@ -63,5 +66,10 @@ struct HttpSourceOptions {
 
 Task<Result<std::unique_ptr<Source>>> open_http_source(asio::io_context& loop, std::string url,
                                                        HttpSourceOptions options = {});
+
+// http:// and https:// in the source registry (source_registry.hpp): HTTP/1.1 or HTTP/2 as
+// NetworkOptions::http_version and ALPN choose.
+struct SourceKind;
+extern const SourceKind http_source;
 
 } // namespace ringload

@@ -1,12 +1,14 @@
 // io/include/ringload/io/network_options.hpp
 //
-// How to reach a remote object (http://, https://, s3://, redis://): one set of settings that
-// the C++ API (OpenOptions::network, WriteOptions::network), the CLI and the sources share.
-// Plain standard types only, so that the public headers can include it.
+// How to reach a remote object (any registered source: http://, https://, s3://, redis://, ...): one set of settings
+// that the C++ API (OpenOptions::network, WriteOptions::network), the CLI and the sources share. Plain standard types
+// only, so that the public headers can include it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 
 namespace ringload {
@@ -52,6 +54,9 @@ struct NetworkOptions {
     HttpVersion http_version = HttpVersion::automatic;
     std::size_t range_size_bytes = 0; // bytes per range request; 0: 8 MiB
     S3Options s3;
+    // The settings of registered sources (SourceKind::options, source_registry.hpp) by name, as
+    // text: {"gcs_endpoint", "http://127.0.0.1:4443"}. Each source parses its own when it opens.
+    std::map<std::string, std::string, std::less<>> source_settings;
 };
 
 } // namespace ringload

@@ -28,4 +28,9 @@ namespace ringload {
 Task<Result<std::unique_ptr<Source>>> open_redis_source(asio::io_context& loop, std::string uri,
                                                         const NetworkOptions& options);
 
+// redis:// in the source registry (source_registry.hpp): reads, and publishing a tensorizer
+// file in tensorizer's key layout (redis_publish.hpp).
+struct SourceKind;
+extern const SourceKind redis_source;
+
 } // namespace ringload

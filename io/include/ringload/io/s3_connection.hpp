@@ -2,9 +2,11 @@
 //
 // One keep-alive HTTP/1.1 connection (TLS for https) to an S3 endpoint for the requests that
 // are not range reads: the multipart upload's CreateMultipartUpload, UploadPart,
-// CompleteMultipartUpload and AbortMultipartUpload, and PutObject. Each request is signed
-// afresh (a retry gets a new x-amz-date) with the payload's SHA-256, so it is valid on http://
-// as well as https://. Responses are read whole (they are small XML documents).
+// CompleteMultipartUpload and AbortMultipartUpload, and PutObject. The S3 layer over the
+// generic keep-alive connection (io/src/http_connection.hpp): each request is signed afresh (a
+// retry gets a new x-amz-date) with the payload's SHA-256, so it is valid on http:// as well as
+// https://; an error status carries S3's XML <Code>: <Message>. Responses are read whole (they
+// are small XML documents).
 //
 //     S3Connection connection(loop, config, tls, url, timeout);
 //     auto sending = connection.send_with_retries("PUT", url.target, part, "", attempts);

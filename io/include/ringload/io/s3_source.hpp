@@ -25,4 +25,8 @@ namespace ringload {
 Task<Result<std::unique_ptr<Source>>> open_s3_source(asio::io_context& loop, std::string uri, S3Options s3,
                                                      HttpSourceOptions http);
 
+// s3:// in the source registry (source_registry.hpp): reads, and publishing by upload_s3_object.
+struct SourceKind;
+extern const SourceKind s3_source;
+
 } // namespace ringload

@@ -1,0 +1,38 @@
+// engine/orchestration/load_layout.hpp
+//
+// Which tensors a load produces, in which dtype, and where each one's bytes go: the caller's
+// memory (LoadOptions::destination) or an offset in the one block the load allocates (a host
+// arena or a device allocation), each at a 64-byte boundary.
+#pragma once
+
+#include "ringload/ringload.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace ringload {
+
+struct PlannedTensor {
+    std::size_t index = 0;         // into Index::tensors
+    DType dtype = DType::float32;  // as loaded
+    std::uint64_t byte_length = 0; // as loaded
+    bool converts = false;         // stored in another (floating) dtype
+    std::byte* given = nullptr;    // the caller's destination, or null
+    std::size_t owned_offset = 0;  // in the load's own block, when not given
+
+    // Where the tensor's bytes go, given the load's own block.
+    std::byte* place(std::byte* owned) const noexcept { return given != nullptr ? given : owned + owned_offset; }
+};
+
+struct LoadLayout {
+    std::vector<PlannedTensor> tensors; // in file order
+    std::size_t owned_bytes = 0;        // the block the load allocates
+    std::size_t raw_bytes = 0;          // stored bytes of the converting tensors (CPU scratch)
+};
+
+LoadLayout plan_load(const Index& index, const LoadOptions& options);
+
+// The tensor as the caller sees it after the load: its dtype and length as loaded.
+TensorInfo loaded_info(const TensorInfo& stored, const PlannedTensor& planned);
+
+} // namespace ringload

@@ -269,7 +269,7 @@ def main():
         print(f"fake-gcs-server {gcs.url}: gs://{BUCKET}/{OBJECT} uploaded in {time.perf_counter() - started:.1f} s; "
               f"nginx {web.http_url}", flush=True)
         http_url = f"{web.http_url}/{OBJECT}"
-        for warm in ("curl_whole", "curl_http"):  # both servers' files into the page cache
+        for warm in ("curl_whole", "curl_ranges", "curl_http"):  # the files into the page cache, servers warm
             one_load(warm, args, gcs.url, http_url, size, folder)
         for run in range(args.runs):
             for name in (names if run % 2 == 0 else names[::-1]):

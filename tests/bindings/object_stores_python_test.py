@@ -117,3 +117,13 @@ def test_vllm_options_take_every_source_option(gcs, azure):
     assert all(parsed.stream_kwargs[name] == value for name, value in azure["options"].items())
     with pytest.raises(ValueError, match="gcs_anonymous"):
         _vllm_weights.parse_options({"uri": "gs://models/m.safetensors", "gcs_anonymous": "yes"})
+
+
+def test_tensor_serializer_writes_to_gs(gcs):
+    options = gcs["options"]
+    with ringload.TensorSerializer("gs://models/serialized.tensors", **options) as serializer:
+        serializer.write_state_dict(TENSORS)
+    assert gcs["server"].download("models", "serialized.tensors") is not None
+    with ringload.TensorDeserializer("gs://models/serialized.tensors", device="cpu", verify_hash=True,
+                                     **options) as deserializer:
+        assert equal({name: deserializer[name] for name in deserializer.keys()})

@@ -124,7 +124,7 @@ def test_a_mapped_placement_loads_and_streams_the_files_bytes(files, tmp_path):
         ringload.load_file(files["tensorizer"], placement="mapped")
     with pytest.raises(Exception, match="cannot leave the tensors in the file's pages: only safetensors"):
         dict(ringload.stream_tensors(files["torch"], placement="mapped"))
-    with pytest.raises(ValueError, match="placement must be 'auto', 'arena' or 'mapped'"):
+    with pytest.raises(ValueError, match="option placement must be one of auto, arena, mapped, not 'pages'"):
         ringload.load_file(files["safetensors"], placement="pages")
 
 

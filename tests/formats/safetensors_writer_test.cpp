@@ -191,12 +191,19 @@ TEST(SafetensorsWriter, WritesThroughThePublicApi) {
     EXPECT_EQ(written->tensor_bytes, parsed.data.size());
 }
 
-TEST(SafetensorsWriter, RefusesRemoteTargets) {
+// Object stores take any file (gs://, s3://: tests/bindings/gcs_test.py, object_stores_python);
+// Redis keys a tensorizer file's records, and a web server takes no upload: both refused before
+// anything is written or any connection made.
+TEST(SafetensorsWriter, RefusesTargetsThatCannotHoldIt) {
     auto bytes = pattern(8, 0);
     TensorToWrite a{{"a"}, DType::float32, {2}, bytes};
-    auto written = write_safetensors("s3://bucket/model.safetensors", std::span(&a, 1));
+    auto written = write_safetensors("redis://127.0.0.1:1/model", std::span(&a, 1));
     ASSERT_FALSE(written);
-    EXPECT_NE(written.error().message().find("local"), std::string::npos);
+    EXPECT_NE(written.error().message().find("holds tensorizer files only, not safetensors"), std::string::npos)
+        << written.error().message();
+    written = write_safetensors("https://example.com/model.safetensors", std::span(&a, 1));
+    ASSERT_FALSE(written);
+    EXPECT_NE(written.error().message().find("read-only"), std::string::npos) << written.error().message();
 }
 
 // Tensors "on a device" (HostDeviceLink: host memory behind a device API, with delayed copies)

@@ -3,12 +3,12 @@
 
     soak.py SOAK CLI DATA [soak arguments: --seconds N --concurrency N --seed S ...]
 
-Starts what it can of nginx (HTTP/1.1, h2c, https), moto (S3) and redis-server on 127.0.0.1
+Starts nginx (HTTP/1.1, h2c, https), moto (S3), redis-server and fake-gcs-server (GCS) on 127.0.0.1
 (tests/support), puts models there (the largest tensorizer fixture as it is, and as safetensors
 and torch zip written by `CLI convert`: under nginx's root, as objects of a bucket, and in
 tensorizer's Redis key layout), and runs SOAK on DATA's fixtures plus a --remote for each
 (its local twin giving the expectation) and a missing object of each server as a source that
-must fail ("not found"). Every one of the three servers is part of the soak: one that is not
+must fail ("not found"). Every one of the four servers is part of the soak: one that is not
 installed or does not start fails it (exit 1, naming the server and why), rather than leaving a
 file-only soak that passes. Otherwise exits with the soak's status.
 """
@@ -21,6 +21,7 @@ import tempfile
 from contextlib import ExitStack
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import gcs_server  # noqa: E402
 import nginx  # noqa: E402
 import redis_server  # noqa: E402
 import s3_server  # noqa: E402
@@ -80,6 +81,15 @@ def network_arguments(stack, cli, made, root):
     subprocess.run([cli, "convert", made["large_mixed.tensors"], uri], check=True, capture_output=True,
                    timeout=300)
     args += ["--remote", made["large_mixed.tensors"], uri, "--failing-url", redis.uri + "/missing", "not found"]
+    gcs = start(stack, "fake-gcs-server", gcs_server.FakeGcsServer)
+    gcs.create_bucket("models")
+    for name in ("large_mixed.tensors", "large_mixed.safetensors", "checkpoint_misc.pt"):
+        gcs.upload("models", name, made[name])
+        args += ["--remote", made[name], f"gs://models/{name}"]
+    args += ["--failing-url", "gs://models/missing.safetensors", "not found"]
+    # The emulator checks no token: no credentials, and a metadata server that refuses at once
+    # (port 1), so that every open goes anonymous without waiting for one.
+    os.environ.update(STORAGE_EMULATOR_HOST=gcs.url, GCE_METADATA_HOST="127.0.0.1:1")
     return args
 
 

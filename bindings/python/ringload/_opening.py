@@ -36,6 +36,16 @@ def check_exists(uri: str) -> None:
         raise SourceNotFoundError(f"No such file or directory: {uri}")
 
 
+def format_facts(name: str) -> dict:
+    """What the engine says of the format called `name` (its registered Format's properties)."""
+    return next(facts for facts in _ringload.formats() if facts["name"] == name)
+
+
+def weight_extensions() -> tuple:
+    """Every registered format's extensions (".tensors", ".safetensors", ".pt", ...)."""
+    return tuple(extension for facts in _ringload.formats() for extension in facts["extensions"])
+
+
 def maps_by_name(uri) -> bool:
     """Whether the extension of `uri` names a format whose tensors a CPU load may leave in the
     file's pages (the engine's Format::tensors_mappable: safetensors)."""

@@ -151,8 +151,9 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
     """On a device, the requests for whole tensors (each once) go from the pinned ring straight
     into their parameters (the engine's load with destinations: no host copy, no device memory
     of the load's own); returns the others (rows of a tensor: cut on the host and uploaded)."""
-    if deserializer._engine.format == "torch":
-        return requests  # torch zip storages take no caller destinations on a device: cut and uploaded
+    from ._opening import format_facts
+    if format_facts(deserializer._engine.format)["tensors_view_storages"]:
+        return requests  # storages (torch zip) take no caller destinations on a device: cut and uploaded
     whole, rest, seen = [], [], set()
     for entry, ranges, address in requests:
         if is_whole(ranges, entry.shape) and entry.index not in seen:

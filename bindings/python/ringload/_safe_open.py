@@ -22,17 +22,9 @@ from ._crypto import DecryptionParams, secret_kwargs
 from ._deserializer import _Entry, _uri_of
 from ._opening import check_exists, open_engine
 from ._slices import load_slices
-from ._tensors import to_torch
+from ._tensors import SAFETENSORS_DTYPES, to_torch
 from .errors import SafetensorError, SliceIndexError
 
-# safetensors' dtype spellings (get_dtype) for ringload's (torch's) names.
-SAFETENSORS_DTYPES = {
-    "bool": "BOOL", "uint8": "U8", "int8": "I8", "float8_e5m2": "F8_E5M2", "float8_e4m3fn": "F8_E4M3",
-    "float8_e8m0fnu": "F8_E8M0", "float8_e4m3fnuz": "F8_E4M3FNUZ", "float8_e5m2fnuz": "F8_E5M2FNUZ",
-    "int16": "I16", "uint16": "U16", "float16": "F16", "bfloat16": "BF16", "int32": "I32", "uint32": "U32",
-    "float32": "F32", "complex64": "C64", "float64": "F64", "int64": "I64", "uint64": "U64",
-    "float4_e2m1fn_x2": "F4",
-}
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}
 
 

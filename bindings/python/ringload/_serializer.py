@@ -44,6 +44,9 @@ class TensorSerializer:
                  progress: Optional[Callable[[int, int, int, int], Any]] = None, progress_bar: Optional[bool] = None,
                  **unused):
         _ringload.check_write_format(format, encryption is not None)  # the registry's formats, with its message
+        # The option table's settings (gcs_credentials, s3_endpoint, ...) for a remote target;
+        # the rest of `unused` is tensorizer's arguments that ringload has no use for.
+        self._network = {k: v for k, v in unused.items() if k in {row["name"] for row in _ringload.option_table()}}
         self._format, self._alignment = format, alignment
         self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
         if compress_tensors:
@@ -138,7 +141,7 @@ class TensorSerializer:
     def _write(self, uri: str) -> dict:
         return _ringload.write_tensorizer(uri, self._rows, format=self._format, metadata=self._metadata,
                                           alignment=self._alignment, progress=self._progress,
-                                          **encryption_kwargs(self._encryption))
+                                          **encryption_kwargs(self._encryption), **self._network)
 
     def __enter__(self):
         return self

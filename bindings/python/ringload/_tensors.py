@@ -16,9 +16,12 @@ NUMPY_DTYPES = {
     "int8": "i1", "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8", "bool": "?",
     "complex64": "<c8", "complex128": "<c16",
 }
-# The engine's dtypes (ringload/dtype.hpp): name -> (itemsize, converted by a load's dtype=).
+# The engine's dtypes (ringload/dtype.hpp): name -> (itemsize, converted by a load's dtype=,
+# safetensors' spelling or None).
 _DTYPES = _ringload.dtypes()
-ITEMSIZE = {name: size for name, (size, _) in _DTYPES.items()}
+ITEMSIZE = {name: size for name, (size, _, _) in _DTYPES.items()}
+# safetensors' dtype spellings (get_dtype) for ringload's (torch's) names.
+SAFETENSORS_DTYPES = {name: spelled for name, (_, _, spelled) in _DTYPES.items() if spelled}
 
 
 def torch_dtype(name: str):
@@ -68,7 +71,7 @@ def to_numpy(loaded, k: int, dtype: str, shape: tuple):
 
 
 # Floating dtypes a load converts (dtype=); the others keep their stored type.
-CONVERTIBLE = tuple(name for name, (_, converts) in _DTYPES.items() if converts)
+CONVERTIBLE = tuple(name for name, (_, converts, _) in _DTYPES.items() if converts)
 
 
 def loaded_dtype(stored: str, wanted) -> str:

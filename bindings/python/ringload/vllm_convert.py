@@ -100,7 +100,8 @@ def convert_model(model: str, out: str, to: "str | None" = None, encryption=None
     sources, seconds)."""
     from ._files import convert
     from ._serializer import TensorSerializer
-    to = to or ("safetensors" if out.endswith(".safetensors") else "tensorizer")
+    from . import _ringload
+    to = to or _ringload.format_for_target(out)
     sources = _sources(model)
     started = time.perf_counter()
     if len(sources) == 1:
@@ -117,7 +118,8 @@ def convert_model(model: str, out: str, to: "str | None" = None, encryption=None
 def _copy_model_files(model: str, out: str) -> None:
     """MODEL_DIR's config, tokenizer and other small files (not its weights) into OUT."""
     import shutil
-    weights = (".safetensors", ".bin", ".pt", ".tensors", ".pth")
+    from ._opening import weight_extensions
+    weights = weight_extensions()
     for name in os.listdir(model):
         path = os.path.join(model, name)
         if os.path.isfile(path) and not name.endswith(weights) and not name.endswith(".index.json"):

@@ -164,33 +164,6 @@ nb::ndarray<Framework> array_of(const std::shared_ptr<Loaded>& loaded, std::size
                                    loaded->model.device, raw);
 }
 
-// The keyword arguments of Deserializer(): rows of the option table (ringload/options.hpp),
-// each value as the text set_option takes. None leaves an option at its default.
-std::string option_text(const std::string& name, nb::handle value) {
-    if (nb::isinstance<nb::bool_>(value)) {
-        return nb::cast<bool>(value) ? "true" : "false";
-    }
-    if (nb::isinstance<nb::int_>(value) || nb::isinstance<nb::float_>(value) || nb::isinstance<nb::str>(value)) {
-        return nb::cast<std::string>(nb::str(value));
-    }
-    throw nb::type_error(("option " + name + " must be a number, text or a bool, not " +
-                          nb::cast<std::string>(nb::str(value.type().attr("__name__"))))
-                             .c_str());
-}
-
-void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load) {
-    for (auto [key, value] : given) {
-        const std::string name = nb::cast<std::string>(key);
-        if (value.is_none()) {
-            continue;
-        }
-        auto applied = set_option(open, load, name, option_text(name, value));
-        if (!applied) {
-            throw nb::value_error(applied.error().message().c_str());
-        }
-    }
-}
-
 // A Python callable kept by the engine's reader source, dropped with the GIL held (the source
 // may go on a thread that does not hold it).
 struct PythonCallable {

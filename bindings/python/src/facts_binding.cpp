@@ -6,6 +6,7 @@
 #include "binding.hpp"
 
 #include "formats/registry.hpp"
+#include "formats/safetensors/dtype_names.hpp"
 #include "gpu/device_name.hpp"
 #include "ringload/dtype.hpp"
 #include "ringload/engine/dtype_convert.hpp"
@@ -88,6 +89,7 @@ nb::list format_rows() {
         entry["tensors_mappable"] = format->tensors_mappable;
         entry["may_be_encrypted"] = format->may_be_encrypted;
         entry["keys_records"] = format->keys_records;
+        entry["tensors_view_storages"] = format->tensors_view_storages;
         rows.append(entry);
     }
     return rows;
@@ -102,14 +104,17 @@ nb::object local_path(const std::string& uri) {
     return nb::str(value_or_throw(local_path_of(uri)).c_str());
 }
 
-// name -> (itemsize, converts): every dtype the engine reads, and whether a load's dtype=
-// converts it (floating types) or leaves it as stored.
+// name -> (itemsize, converts, safetensors' name): every dtype the engine reads, whether a
+// load's dtype= converts it (floating types) or leaves it as stored, and how safetensors spells
+// it (None where safetensors cannot store it).
 nb::dict dtype_rows() {
     nb::dict rows;
     for (int value = 0; value <= static_cast<int>(DType::float4_e2m1fn_x2); ++value) {
         const auto dtype = static_cast<DType>(value);
+        const auto spelled = safetensors::safetensors_name(dtype);
+        nb::object safetensors_spelling = spelled ? nb::object(nb::str(std::string(*spelled).c_str())) : nb::none();
         rows[nb::str(std::string(torch_name(dtype)).c_str())] =
-            nb::make_tuple(itemsize(dtype), is_convertible_float(dtype));
+            nb::make_tuple(itemsize(dtype), is_convertible_float(dtype), safetensors_spelling);
     }
     return rows;
 }
@@ -126,6 +131,37 @@ std::string device_text(nb::handle device) {
 
 } // namespace
 
+namespace {
+
+// The keyword arguments of Deserializer(): rows of the option table (ringload/options.hpp),
+// each value as the text set_option takes. None leaves an option at its default.
+std::string option_text(const std::string& name, nb::handle value) {
+    if (nb::isinstance<nb::bool_>(value)) {
+        return nb::cast<bool>(value) ? "true" : "false";
+    }
+    if (nb::isinstance<nb::int_>(value) || nb::isinstance<nb::float_>(value) || nb::isinstance<nb::str>(value)) {
+        return nb::cast<std::string>(nb::str(value));
+    }
+    throw nb::type_error(("option " + name + " must be a number, text or a bool, not " +
+                          nb::cast<std::string>(nb::str(value.type().attr("__name__"))))
+                             .c_str());
+}
+
+} // namespace
+
+void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load) {
+    for (auto [key, value] : given) {
+        const std::string name = nb::cast<std::string>(key);
+        if (value.is_none()) {
+            continue;
+        }
+        auto applied = set_option(open, load, name, option_text(name, value));
+        if (!applied) {
+            throw nb::value_error(applied.error().message().c_str());
+        }
+    }
+}
+
 void bind_facts(nb::module_& m) {
     m.def("option_table", &option_rows,
           "The option table (ringload/options.hpp): one dict per option (name, kind, choices, help, default, "
@@ -134,10 +170,15 @@ void bind_facts(nb::module_& m) {
     m.def("source_of", &source_of, nb::arg("uri"),
           "The name of the registered source that reads `uri` (\"s3\", \"gcs\", ...), or None for a local path");
     m.def("formats", &format_rows,
-          "The registered formats: name, extensions, tensors_mappable, may_be_encrypted, keys_records");
+          "The registered formats: name, extensions, tensors_mappable, may_be_encrypted, keys_records, "
+          "tensors_view_storages");
+    m.def(
+        "format_for_target", [](const std::string& target) { return std::string(formats::for_target(target).name); },
+        nb::arg("target"), "The format a target named `target` is written in (its extension's, else tensorizer)");
     m.def("local_path", &local_path, nb::arg("uri"),
           "The local file `uri` names (file:// taken off), or None when a registered source reads it");
-    m.def("dtypes", &dtype_rows, "Every dtype the engine reads: name -> (itemsize, converted by a load's dtype=)");
+    m.def("dtypes", &dtype_rows,
+          "Every dtype the engine reads: name -> (itemsize, converted by a load's dtype=, safetensors' name or None)");
     m.def("device_text", &device_text, nb::arg("device"),
           "A device as the engine spells it: \"cpu\" or \"cuda:N\" (\"cuda\" is cuda:0; an int N is cuda:N)");
 }

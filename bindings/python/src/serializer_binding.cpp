@@ -48,7 +48,8 @@ const Format& checked_write_format(const std::string& format, bool encrypted) {
 nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb::bytes> key,
                std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
                std::optional<nb::bytes> salt, const std::string& format,
-               std::vector<std::pair<std::string, std::string>> metadata, std::size_t alignment, nb::object progress) {
+               std::vector<std::pair<std::string, std::string>> metadata, std::size_t alignment, nb::object progress,
+               const nb::kwargs& network) {
     const Format& written_as = checked_write_format(format, key || passphrase);
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
@@ -70,6 +71,10 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
         records.push_back(std::move(record));
     }
     WriteOptions options;
+    OpenOptions open; // the option table's network rows reach a remote target (gs://, s3://)
+    LoadOptions unused;
+    apply_options(network, open, unused);
+    options.network = std::move(open.network);
     options.encryption = encryption_params(key, passphrase, opslimit, memlimit, salt);
     SafetensorsWriteOptions layout; // a safetensors file's own: the run settings are options'
     layout.metadata = std::move(metadata);
@@ -118,7 +123,7 @@ void bind_serializer(nb::module_& m) {
           nb::arg("passphrase").none() = nb::none(), nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20,
           nb::arg("salt").none() = nb::none(), nb::arg("format") = "tensorizer",
           nb::arg("metadata") = std::vector<std::pair<std::string, std::string>>{}, nb::arg("alignment") = 8,
-          nb::arg("progress") = nb::none(),
+          nb::arg("progress") = nb::none(), nb::arg("network"),
           "Writes a tensorizer (or safetensors, torch) file from (path, dtype, shape, address, nbytes, device, "
           "is_meta, module_index, "
           "tensor_type) rows; the file appears only when complete; a passphrase is stretched with `salt` (16 "

@@ -13,7 +13,12 @@ nginx (tests/support/nginx.py) serves the same file over HTTP/1.1. Each contende
 object's bytes (or tensors) into memory, one process per load, --runs times, the contenders'
 order reversed every other run. Timed inside each process from just before the first request to
 the last byte in memory ("own"), and around the whole process ("wall": start, imports, client
-set-up); MB/s from own. Peak RSS from wait4 (the process's ru_maxrss).
+set-up); MB/s from own. Peak RSS from wait4 (the process's ru_maxrss). Before every load,
+`ringload-warm-ram` (bench/warm_ram.cpp) touches twice the file's size plus 512 MiB of fresh
+memory, as the other benchmarks do: this VM hands freed memory back to its host, and without it
+whichever process first touches memory after a pause waits for the host's faults (here: the
+first of two ringload loads in a row took 2-3 s, the second 0.6-0.9). The files stay in the page
+cache (both servers read from it).
 
 GCS contenders (ratios: ringload's own time / theirs, so < 1 is slower than ringload):
   curl_whole        ceiling: one curl GET of the whole object (?alt=media) to /dev/null;
@@ -246,6 +251,8 @@ def main():
     parser.add_argument("--ringload", default=os.path.join(REPO, "build", "release", "bindings", "cli", "ringload"))
     parser.add_argument("--contenders", default=",".join(GCS + HTTP))
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--warm-ram", default=os.path.join(REPO, "build", "release", "bench", "ringload-warm-ram"),
+                        help="run before every load with 2 x size + 512 MiB ('' for none)")
     args = parser.parse_args()
     names = args.contenders.split(",")
     unknown = [name for name in names if name not in GCS + HTTP]
@@ -275,6 +282,8 @@ def main():
             for name in (names if run % 2 == 0 else names[::-1]):
                 if name in FAILED:
                     continue
+                if args.warm_ram:
+                    subprocess.run([args.warm_ram, str(2 * size + (512 << 20))], check=True, timeout=120)
                 try:
                     seconds, got, wall, rss = one_load(name, args, gcs.url, http_url, size, folder)
                 except (RuntimeError, ValueError, KeyError) as error:

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -132,12 +133,15 @@ Result<void> take_progress(ResumableUpload& upload, const HttpResponse& response
     if (!response.range.empty()) {
         const std::string_view range = response.range;
         const auto dash = range.find('-');
-        const auto last =
-            dash == std::string_view::npos ? std::nullopt : http_object::parse_number(range.substr(dash + 1));
-        if (!range.starts_with("bytes=0-") || !last || *last >= upload.size_bytes) {
+        // No optional here: g++ 12 at -O2 saw one as maybe-uninitialized. Unparsable is "past the end".
+        constexpr std::uint64_t unparsable = std::numeric_limits<std::uint64_t>::max();
+        const std::uint64_t last = dash == std::string_view::npos
+                                       ? unparsable
+                                       : http_object::parse_number(range.substr(dash + 1)).value_or(unparsable);
+        if (!range.starts_with("bytes=0-") || last >= upload.size_bytes) {
             return fail(errc::io_error, "the session answered 308 with Range '" + printable(range, 100) + "'");
         }
-        upload.persisted_bytes = *last + 1;
+        upload.persisted_bytes = last + 1;
     }
     return {};
 }

@@ -32,6 +32,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from cli_runs import CliRuns, expected, loaded, one_line  # noqa: E402
+import cli_runs  # noqa: E402
 from fixture_keys import key_args  # noqa: E402
 
 try:
@@ -49,34 +51,14 @@ WRONG_KEY = base64.b64encode(bytes(range(1, 65))).decode()
 ODD_NAME = "dir with space/a+b=c&d~e ünï.tensors"
 
 
+CLI = CliRuns(RINGLOAD, DATA)
+run, manifest_of = CLI.run, CLI.manifest_of
+
+
 def clean_env(home, **extra):
     """The process's environment without any Azure setting, HOME set to `home`, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_")}
-    env["HOME"] = home
-    env.update(extra)
-    return env
+    return cli_runs.clean_env(home, ("AZURE_",), **extra)
 
-
-def run(env, *args):
-    return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=300, env=env)
-
-
-def manifest_of(name):
-    return json.load(open(os.path.join(DATA, "tensorizer", name + ".json")))
-
-
-def expected(manifest):
-    return [(t["path"], t["dtype"].removeprefix("torch."), t["shape"], t["sha256"]) for t in manifest["tensors"]]
-
-
-def loaded(out):
-    if out.returncode != 0:
-        return None
-    return [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in json.loads(out.stdout)["tensors"]]
-
-
-def one_line(text):
-    return text.count("\n") == 1
 
 
 def no_secret(out, *secrets):

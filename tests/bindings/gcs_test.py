@@ -33,6 +33,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from cli_runs import CliRuns, expected, loaded, one_line  # noqa: E402
+import cli_runs  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from fixture_keys import key_args  # noqa: E402
 from gcs_server import READ_ONLY, READ_WRITE, FakeGcsServer, GcsProxy, TokenServer  # noqa: E402
@@ -61,35 +63,16 @@ def closed_port():
 NO_METADATA = f"127.0.0.1:{closed_port()}"
 
 
+CLI = CliRuns(RINGLOAD, DATA)
+run, manifest_of = CLI.run, CLI.manifest_of
+
+
 def clean_env(home, **extra):
-    """The process's environment without any Google setting, HOME set to `home`, plus `extra`."""
-    google = ("GOOGLE_", "GCE_", "STORAGE_EMULATOR_HOST", "CLOUDSDK_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(google)}
-    env.update(HOME=home, GCE_METADATA_HOST=NO_METADATA)
-    env.update(extra)
-    return env
+    """The process's environment without any Google setting, HOME set to `home`, no metadata
+    server (NO_METADATA), plus `extra`."""
+    return cli_runs.clean_env(home, ("GOOGLE_", "GCE_", "STORAGE_EMULATOR_HOST", "CLOUDSDK_"),
+                              **dict({"GCE_METADATA_HOST": NO_METADATA}, **extra))
 
-
-def run(env, *args):
-    return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=300, env=env)
-
-
-def manifest_of(name):
-    return json.load(open(os.path.join(DATA, "tensorizer", name + ".json")))
-
-
-def expected(manifest):
-    return [(t["path"], t["dtype"].removeprefix("torch."), t["shape"], t["sha256"]) for t in manifest["tensors"]]
-
-
-def loaded(out):
-    if out.returncode != 0:
-        return None
-    return [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in json.loads(out.stdout)["tensors"]]
-
-
-def one_line(text):
-    return text.count("\n") == 1
 
 
 def no_secret(out, tokens, key_file):

@@ -27,6 +27,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from checks import Checks  # noqa: E402
+from cli_runs import CliRuns, expected, loaded, one_line  # noqa: E402
+import cli_runs  # noqa: E402
 from fixture_keys import key_args  # noqa: E402
 from s3_server import MotoServer, S3FaultProxy  # noqa: E402
 
@@ -49,34 +51,14 @@ BUCKET = "models"
 WRONG_SECRET = "wrong-secret-0123456789abcdefghijklmnopqrs"
 
 
+CLI = CliRuns(RINGLOAD, DATA)
+run, manifest_of = CLI.run, CLI.manifest_of
+
+
 def clean_env(home, **extra):
     """The process's environment without any AWS setting, HOME set to `home`, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["HOME"] = home
-    env.update(extra)
-    return env
+    return cli_runs.clean_env(home, ("AWS_",), **extra)
 
-
-def run(env, *args):
-    return subprocess.run([RINGLOAD, *args], capture_output=True, text=True, timeout=300, env=env)
-
-
-def manifest_of(name):
-    return json.load(open(os.path.join(DATA, "tensorizer", name + ".json")))
-
-
-def expected(manifest):
-    return [(t["path"], t["dtype"].removeprefix("torch."), t["shape"], t["sha256"]) for t in manifest["tensors"]]
-
-
-def loaded(out):
-    if out.returncode != 0:
-        return None
-    return [(g["path"], g["dtype"], g["shape"], g["sha256"]) for g in json.loads(out.stdout)["tensors"]]
-
-
-def one_line(text):
-    return text.count("\n") == 1
 
 
 def exists(client, key):

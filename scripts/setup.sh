@@ -53,5 +53,11 @@ if ! .venv-moto/bin/python -c "import moto.server, fake_gcs_server_python_wrappe
     /usr/bin/python3 -m venv .venv-moto
     .venv-moto/bin/pip install -q --disable-pip-version-check -r scripts/requirements-moto.txt
 fi
+# The real model-signing (OpenSSF Model Signing 1.1), the peer of the signature tests, in a venv
+# of its own: it needs newer cryptography, pydantic and protobuf than .venv may take.
+if ! .venv-signing/bin/python -c "import model_signing, OpenSSL" 2>/dev/null; then
+    /usr/bin/python3 -m venv .venv-signing
+    .venv-signing/bin/pip install -q --disable-pip-version-check --no-deps -r scripts/requirements-signing.txt
+fi
 ./bench/setup_peers.sh
 echo "setup: done"

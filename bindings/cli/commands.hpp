@@ -17,6 +17,8 @@ Run add_info_command(CLI::App& app);
 Run add_load_command(CLI::App& app);
 Run add_convert_command(CLI::App& app);
 Run add_bench_command(CLI::App& app);
+Run add_verify_command(CLI::App& app); // signature_commands.cpp
+Run add_sign_command(CLI::App& app);   // signature_commands.cpp
 
 // Prints "ringload: <message>" on stderr and returns the failure status.
 int report_error(const std::string& message);

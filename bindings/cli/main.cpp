@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
     auto run_load = ringload::cli::add_load_command(app);
     auto run_convert = ringload::cli::add_convert_command(app);
     auto run_bench = ringload::cli::add_bench_command(app);
+    auto run_verify = ringload::cli::add_verify_command(app);
+    auto run_sign = ringload::cli::add_sign_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -41,6 +43,12 @@ int main(int argc, char** argv) {
         }
         if (app.got_subcommand("bench")) {
             return run_bench();
+        }
+        if (app.got_subcommand("verify")) {
+            return run_verify();
+        }
+        if (app.got_subcommand("sign")) {
+            return run_sign();
         }
         return run_load();
     } catch (const std::exception& error) {

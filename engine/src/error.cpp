@@ -34,6 +34,8 @@ std::string_view errc_name(errc code) noexcept {
             return "I/O error";
         case errc::not_found:
             return "not found";
+        case errc::signature_invalid:
+            return "signature invalid";
         case errc::invalid_argument:
             return "invalid argument";
         case errc::unsupported:

@@ -6,6 +6,7 @@ names the file or URL and what is wrong).
     │   ├── FormatError           not a tensorizer file, a bad header, a truncated file
     │   └── SliceIndexError (IndexError)  get_slice(...)[...] out of range
     ├── HashMismatchError         a stored CRC32 or SHA-256 does not match (verify_hash=True)
+    ├── SignatureError            a model signature that does not verify, or lists other files
     ├── DecryptionError           no key, a wrong key or passphrase, a key for a plain file
     ├── SourceError (OSError)     the file or URL cannot be read (I/O, network)
     │   └── SourceNotFoundError (FileNotFoundError)  no such file, object or key
@@ -63,6 +64,11 @@ class HashMismatchError(RingloadError, metaclass=_AlsoTensorizers):
     _tensorizer_class = "HashMismatchError"
 
 
+class SignatureError(RingloadError):
+    """A model signature (OpenSSF Model Signing) that does not verify with the key or
+    certificates given, or whose statement lists files other than the folder holds."""
+
+
 class DecryptionError(RingloadError, metaclass=_AlsoTensorizers):
     """The file cannot be decrypted with what was given (or needs nothing); also tensorizer's
     CryptographyError where tensorizer is imported."""
@@ -95,4 +101,5 @@ class ArgumentError(RingloadError, ValueError):
 
 
 __all__ = ["RingloadError", "SafetensorError", "SliceIndexError", "SourceNotFoundError", "FormatError",
-           "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError", "ArgumentError"]
+           "HashMismatchError", "SignatureError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
+           "ArgumentError"]

@@ -33,6 +33,8 @@ const char* class_for(errc code) {
     switch (code) {
         case errc::hash_mismatch:
             return "HashMismatchError";
+        case errc::signature_invalid:
+            return "SignatureError";
         case errc::decryption_failed:
         case errc::encrypted_no_key:
         case errc::not_encrypted_key_given:

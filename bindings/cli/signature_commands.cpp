@@ -1,0 +1,109 @@
+// bindings/cli/signature_commands.cpp
+//
+// `ringload verify MODEL --signature F (--public-key F | --certificate-chain F...)
+//                  [--ignore-paths P]... [--no-ignore-git-paths] [--threads N] [--json]`
+// checks an OpenSSF Model Signing signature of MODEL (a folder or one file): the signature with
+// the key or certificates given, then every file's SHA-256 against the signed statement, read on
+// every core (ringload/model_signing.hpp). Exit status 0 only when all of it holds.
+//
+// `ringload sign MODEL --sign-key F --signature F [--ignore-paths P]...` writes one (the key
+// method, files mode, SHA-256) that `model_signing verify key` accepts.
+#include "commands.hpp"
+
+#include "ringload/model_signing.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace ringload::cli {
+namespace {
+
+struct SignatureArgs {
+    std::string model;
+    std::string signature;
+    std::string public_key;
+    std::vector<std::string> certificate_chain;
+    std::string sign_key;
+    std::vector<std::string> ignore_paths;
+    bool no_git_ignores = false;
+    std::size_t threads = 0;
+    bool json = false;
+};
+
+void print_summary(const char* what, const ModelSignatureSummary& summary, bool json) {
+    const double rate = summary.seconds > 0 ? static_cast<double>(summary.bytes) / summary.seconds / 1e9 : 0;
+    if (json) {
+        std::printf("{\"files\":%zu,\"resources\":%zu,\"bytes\":%llu,\"seconds\":%.6f,\"sharded\":%s}\n", summary.files,
+                    summary.resources, static_cast<unsigned long long>(summary.bytes), summary.seconds,
+                    summary.sharded ? "true" : "false");
+        return;
+    }
+    std::printf("%s %zu files (%zu %s), %llu bytes in %.3f s: %.2f GB/s; signer: %s\n", what, summary.files,
+                summary.resources, summary.sharded ? "shards" : "digests",
+                static_cast<unsigned long long>(summary.bytes), summary.seconds, rate, summary.signer.c_str());
+}
+
+int run_verify(const SignatureArgs& args) {
+    SignatureCheck check;
+    check.signature_file = args.signature;
+    check.public_key_file = args.public_key;
+    check.certificate_chain_files = args.certificate_chain;
+    check.ignore_paths = args.ignore_paths;
+    check.ignore_git_paths = !args.no_git_ignores;
+    check.threads = args.threads;
+    auto verified = verify_model_signature(args.model, check);
+    if (!verified) {
+        return report_error(verified.error().message());
+    }
+    print_summary("verified", *verified, args.json);
+    return 0;
+}
+
+int run_sign(const SignatureArgs& args) {
+    SignatureWrite write;
+    write.private_key_file = args.sign_key;
+    write.signature_file = args.signature;
+    write.ignore_paths = args.ignore_paths;
+    write.ignore_git_paths = !args.no_git_ignores;
+    write.threads = args.threads;
+    auto signed_model = sign_model(args.model, write);
+    if (!signed_model) {
+        return report_error(signed_model.error().message());
+    }
+    print_summary("signed", *signed_model, args.json);
+    return 0;
+}
+
+void add_common(CLI::App& command, SignatureArgs& args) {
+    command.add_option("model", args.model, "The model: a folder, or one file")->required();
+    command.add_option("--signature", args.signature, "The signature file (a Sigstore bundle, as model_signing's)")
+        ->required();
+    command.add_option("--ignore-paths", args.ignore_paths, "Paths relative to the model to leave out (repeat)");
+    command.add_flag("--no-ignore-git-paths", args.no_git_ignores,
+                     "Hash the root's .git, .gitattributes, .github and .gitignore too");
+    command.add_option("--threads", args.threads, "Hashing threads (0: one per core)");
+    command.add_flag("--json", args.json, "Print one JSON object");
+}
+
+} // namespace
+
+Run add_verify_command(CLI::App& app) {
+    auto args = std::make_shared<SignatureArgs>();
+    auto* command = app.add_subcommand("verify", "Check a model's OpenSSF Model Signing signature, every file read");
+    add_common(*command, *args);
+    auto* key = command->add_option("--public-key", args->public_key, "The signer's PEM public key (ECDSA)");
+    auto* chain = command->add_option("--certificate-chain", args->certificate_chain,
+                                      "PEM certificates to trust for a certificate signature (repeat)");
+    key->excludes(chain);
+    return [args] { return run_verify(*args); };
+}
+
+Run add_sign_command(CLI::App& app) {
+    auto args = std::make_shared<SignatureArgs>();
+    auto* command = app.add_subcommand("sign", "Sign a model (OpenSSF Model Signing, the key method)");
+    add_common(*command, *args);
+    command->add_option("--sign-key", args->sign_key, "A PEM ECDSA private key (P-256, P-384 or P-521)")->required();
+    return [args] { return run_sign(*args); };
+}
+
+} // namespace ringload::cli

@@ -1,0 +1,157 @@
+// engine/orchestration/model_folder.cpp
+#include "model_folder.hpp"
+
+#include "ringload/engine/hashes.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+
+namespace ringload {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_ignored(const std::string& relative, const std::vector<std::string>& ignored) {
+    return std::any_of(ignored.begin(), ignored.end(), [&](const std::string& path) {
+        return relative == path ||
+               (relative.size() > path.size() && relative.starts_with(path) && relative[path.size()] == '/');
+    });
+}
+
+std::vector<std::string_view> components(const std::string& path) {
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0; at <= path.size();) {
+        const std::size_t end = std::min(path.find('/', at), path.size());
+        parts.emplace_back(path.data() + at, end - at);
+        at = end + 1;
+    }
+    return parts;
+}
+
+// model_signing sorts PurePosixPath: component by component, each by code point (UTF-8 byte
+// order is code point order): "a/b" before "a-b".
+bool component_less(const std::string& a, const std::string& b) {
+    const auto x = components(a);
+    const auto y = components(b);
+    return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
+}
+
+Result<void> add_entry(const fs::directory_entry& entry, const fs::path& root, std::vector<FolderFile>& files) {
+    const std::string relative = entry.path().lexically_relative(root).generic_string();
+    std::error_code error;
+    if (entry.is_symlink(error)) {
+        return fail(errc::unsupported, entry.path().string() +
+                                           ": a symbolic link in the model folder (model_signing "
+                                           "refuses them unless asked; ringload refuses them)");
+    }
+    if (entry.is_directory(error)) {
+        return {};
+    }
+    if (!entry.is_regular_file(error)) {
+        return fail(errc::unsupported, entry.path().string() + ": not a regular file");
+    }
+    files.push_back({relative, entry.path().string(), static_cast<std::uint64_t>(entry.file_size(error))});
+    return {};
+}
+
+Result<std::string> hash_range(const ByteRange& range) {
+    const int fd = ::open(range.file->path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return fail(errc::io_error, range.file->path + ": " + std::strerror(errno));
+    }
+    constexpr std::size_t chunk_bytes = 8 << 20;
+    std::vector<std::byte> buffer(
+        std::min<std::uint64_t>(chunk_bytes, std::max<std::uint64_t>(range.end - range.begin, 1)));
+    Sha256 hash;
+    for (std::uint64_t at = range.begin; at < range.end;) {
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), range.end - at));
+        const ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(at));
+        if (got <= 0) {
+            const std::string why = got < 0 ? std::strerror(errno) : "the file ended early (changed while hashed?)";
+            ::close(fd);
+            return fail(got < 0 ? errc::io_error : errc::truncated, range.file->path + ": " + why);
+        }
+        hash.update(std::span(buffer.data(), static_cast<std::size_t>(got)));
+        at += static_cast<std::uint64_t>(got);
+    }
+    ::close(fd);
+    const Sha256Digest digest = hash.finish();
+    return std::string(reinterpret_cast<const char*>(digest.data()), digest.size());
+}
+
+} // namespace
+
+Result<std::vector<FolderFile>> list_model_files(const std::string& folder, const std::vector<std::string>& ignored) {
+    std::error_code error;
+    const fs::path root(folder);
+    const auto status = fs::symlink_status(root, error);
+    if (error || !fs::exists(status)) {
+        return fail(errc::not_found, folder + ": no such file or folder");
+    }
+    std::vector<FolderFile> files;
+    if (fs::is_regular_file(status)) {
+        files.push_back({".", folder, static_cast<std::uint64_t>(fs::file_size(root, error))});
+        return files;
+    }
+    for (auto it = fs::recursive_directory_iterator(root, error); !error && it != fs::recursive_directory_iterator();
+         it.increment(error)) {
+        const std::string relative = it->path().lexically_relative(root).generic_string();
+        if (is_ignored(relative, ignored)) {
+            if (it->is_directory()) {
+                it.disable_recursion_pending();
+            }
+            continue;
+        }
+        RL_TRY_VOID(add_entry(*it, root, files));
+    }
+    if (error) {
+        return fail(errc::io_error, folder + ": " + error.message());
+    }
+    std::sort(files.begin(), files.end(),
+              [](const FolderFile& a, const FolderFile& b) { return component_less(a.name, b.name); });
+    return files;
+}
+
+Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& ranges, std::size_t threads) {
+    std::vector<std::string> digests(ranges.size());
+    std::atomic<std::size_t> next{0};
+    std::mutex failure_mutex;
+    std::optional<Error> failure;
+    auto work = [&] {
+        for (std::size_t k = next++; k < ranges.size(); k = next++) {
+            auto digest = hash_range(ranges[k]);
+            if (!digest) {
+                std::lock_guard lock(failure_mutex);
+                failure = failure.value_or(digest.error());
+                return;
+            }
+            digests[k] = std::move(*digest);
+        }
+    };
+    const std::size_t count = std::max<std::size_t>(
+        1, std::min<std::size_t>(threads ? threads : std::thread::hardware_concurrency(), ranges.size()));
+    std::vector<std::thread> workers;
+    for (std::size_t t = 1; t < count; ++t) {
+        workers.emplace_back(work);
+    }
+    work();
+    for (std::thread& worker : workers) {
+        worker.join();
+    }
+    if (failure) {
+        return *failure;
+    }
+    return digests;
+}
+
+} // namespace ringload

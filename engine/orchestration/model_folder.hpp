@@ -1,0 +1,35 @@
+// engine/orchestration/model_folder.hpp
+//
+// A model folder as Model Signing sees it: its files (relative POSIX paths, hidden ones
+// included, the ignored paths and everything under them left out, symlinks and special files
+// refused), and the SHA-256 of byte ranges of them, hashed on every core.
+#pragma once
+
+#include "ringload/error.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringload {
+
+struct FolderFile {
+    std::string name; // relative to the folder, '/'-separated; "." when the model is one file
+    std::string path; // to open
+    std::uint64_t size_bytes = 0;
+};
+
+// `ignored`: relative paths; a file equal to one, or under one, is left out. Sorted as
+// model_signing sorts (path components compared one by one).
+Result<std::vector<FolderFile>> list_model_files(const std::string& folder, const std::vector<std::string>& ignored);
+
+struct ByteRange {
+    const FolderFile* file = nullptr;
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+};
+
+// The SHA-256 (32 raw bytes) of each range, in order; `threads` 0: one per core.
+Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& ranges, std::size_t threads);
+
+} // namespace ringload

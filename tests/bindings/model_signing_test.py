@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""tests/bindings/model_signing_test.py: OpenSSF Model Signing signatures against the real
+model-signing 1.1 (issue #40), both ways.
+
+    model_signing_test.py RINGLOAD MODEL_SIGNING DATA
+
+A model folder holds a tensorizer fixture, a torch.save zip, a safetensors model in two shards,
+a config and a tokenizer in a subfolder (and a .gitignore, left out as model_signing leaves it
+out). Signed by model_signing (key method with P-256 and P-384 keys, certificate method with a
+CA's chain, shard mode through its library), `ringload verify` accepts each; signed by `ringload
+sign`, `model_signing verify key` accepts it. Then every tamper fails `ringload verify` with a
+message naming what is wrong: a flipped byte in each file, a missing, an extra and a renamed
+file, a statement for another model, a wrong key, an untrusted, an expired and a non-signing
+certificate, a truncated bundle and hostile ones (not JSON, another mediaType, two signatures, a
+changed statement, a keyless bundle). Keys and certificates are made here (cryptography).
+"""
+import base64
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from checks import Checks  # noqa: E402
+
+RINGLOAD, MODEL_SIGNING, DATA = sys.argv[1:4]
+SIGNING_PYTHON = os.path.join(os.path.dirname(MODEL_SIGNING), "python")
+checks = Checks()
+check = checks.check
+NOW = datetime.datetime.now(datetime.timezone.utc)
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=300)
+
+
+def ringload(*args):
+    return run(RINGLOAD, *args)
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as file:
+        file.write(data)
+
+
+def make_model(folder):
+    shutil.copy(os.path.join(DATA, "tensorizer", "basic_v1.tensors"), os.path.join(folder, "model.tensors"))
+    shutil.copy(os.path.join(DATA, "torch", "checkpoint_misc.pt"), os.path.join(folder, "weights.pt"))
+    for shard in (1, 2):
+        out = ringload("convert", os.path.join(DATA, "tensorizer", "large_mixed_v2.tensors"),
+                       os.path.join(folder, f"model-0000{shard}-of-00002.safetensors"))
+        assert out.returncode == 0, out.stderr
+    write(os.path.join(folder, "config.json"), b'{"model_type": "llama"}\n')
+    write(os.path.join(folder, "tokenizer", "tokenizer.json"), b'{"vocab": {}}\n')
+    write(os.path.join(folder, ".gitignore"), b"*.tmp\n")
+
+
+def key_pair(folder, name, curve):
+    key = ec.generate_private_key(curve)
+    write(os.path.join(folder, name + ".key"), key.private_bytes(serialization.Encoding.PEM,
+                                                                  serialization.PrivateFormat.PKCS8,
+                                                                  serialization.NoEncryption()))
+    write(os.path.join(folder, name + ".pub"), key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return key
+
+
+def certificate(subject, key, issuer, issuer_key, ca, days=(-1, 30), signing=True):
+    builder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(NOW + datetime.timedelta(days=days[0]))
+               .not_valid_after(NOW + datetime.timedelta(days=days[1]))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if ca:
+        builder = builder.add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                                        critical=True)
+    elif signing:
+        builder = builder.add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False),
+                                        critical=True)
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+    else:
+        builder = builder.add_extension(x509.KeyUsage(False, False, True, False, False, False, False, False, False),
+                                        critical=True)
+    return builder.sign(issuer_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def make_pki(folder):
+    ca_key = key_pair(folder, "ca", ec.SECP256R1())
+    write(os.path.join(folder, "ca.pem"), certificate("ringload test CA", ca_key, "ringload test CA", ca_key, True))
+    other_key = key_pair(folder, "other-ca", ec.SECP256R1())
+    write(os.path.join(folder, "other-ca.pem"), certificate("another CA", other_key, "another CA", other_key, True))
+    leaf_key = key_pair(folder, "leaf", ec.SECP384R1())
+    for name, days, signing in (("leaf", (-1, 30), True), ("expired", (-30, -1), True), ("no-signing", (-1, 30), False)):
+        write(os.path.join(folder, name + ".pem"),
+              certificate(name, leaf_key, "ringload test CA", ca_key, False, days, signing))
+
+
+def model_signing_sign(model, signature, *method_args):
+    return run(MODEL_SIGNING, "sign", *method_args, model, "--signature", signature)
+
+
+def verify(model, signature, *trust):
+    return ringload("verify", model, "--signature", signature, *trust)
+
+
+def one_line_naming(out, *words):
+    text = out.stderr.strip()
+    return out.returncode != 0 and text.count("\n") == 0 and all(word in text for word in words)
+
+
+def shard_sign(model, signature, key, shard_size):
+    code = ("import sys, model_signing\n"
+            "hashing = model_signing.hashing.Config().use_shard_serialization(shard_size=int(sys.argv[4]))\n"
+            "model_signing.signing.Config().use_elliptic_key_signer(private_key=sys.argv[3])"
+            ".set_hashing_config(hashing).sign(sys.argv[1], sys.argv[2])\n")
+    return run(SIGNING_PYTHON, "-c", code, model, signature, key, str(shard_size))
+
+
+def rewritten(signature, target, change):
+    """A copy of the bundle at `target` with `change(bundle_dict)` applied."""
+    with open(signature) as file:
+        bundle = json.load(file)
+    change(bundle)
+    with open(target, "w") as file:
+        json.dump(bundle, file)
+    return target
+
+
+def statement_of(bundle):
+    return json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+
+
+def with_statement(bundle, statement):
+    bundle["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+
+
+def interop(tmp, model, keys):
+    sigs = os.path.join(tmp, "sigs")
+    os.makedirs(sigs)
+    for curve in ("p256", "p384"):
+        sig = os.path.join(sigs, f"theirs-{curve}.sig")
+        out = model_signing_sign(model, sig, "key", "--private_key", os.path.join(keys, curve + ".key"))
+        check(f"model_signing signs ({curve})", out.returncode == 0, out.stderr[-2000:])
+        out = verify(model, sig, "--public-key", os.path.join(keys, curve + ".pub"))
+        check(f"ringload verifies model_signing's {curve} key signature", out.returncode == 0, out.stderr)
+    sig = os.path.join(sigs, "theirs-cert.sig")
+    out = model_signing_sign(model, sig, "certificate", "--private_key", os.path.join(keys, "leaf.key"),
+                             "--signing_certificate", os.path.join(keys, "leaf.pem"),
+                             "--certificate_chain", os.path.join(keys, "ca.pem"))
+    check("model_signing signs with a certificate", out.returncode == 0, out.stderr[-2000:])
+    out = verify(model, sig, "--certificate-chain", os.path.join(keys, "ca.pem"))
+    check("ringload verifies model_signing's certificate signature", out.returncode == 0, out.stderr)
+    sig = os.path.join(sigs, "theirs-shards.sig")
+    out = shard_sign(model, sig, os.path.join(keys, "p256.key"), 1 << 16)
+    check("model_signing's library signs shards", out.returncode == 0, out.stderr[-2000:])
+    out = verify(model, sig, "--public-key", os.path.join(keys, "p256.pub"), "--json")
+    check("ringload verifies model_signing's shard signature",
+          out.returncode == 0 and json.loads(out.stdout)["sharded"] and json.loads(out.stdout)["resources"] > 8,
+          out.stderr + out.stdout)
+    for curve in ("p256", "p384"):
+        sig = os.path.join(sigs, f"ours-{curve}.sig")
+        out = ringload("sign", model, "--sign-key", os.path.join(keys, curve + ".key"), "--signature", sig)
+        check(f"ringload signs ({curve})", out.returncode == 0, out.stderr)
+        out = run(MODEL_SIGNING, "verify", "key", model, "--signature", sig, "--public_key",
+                  os.path.join(keys, curve + ".pub"))
+        check(f"model_signing verifies ringload's {curve} signature", out.returncode == 0, out.stderr[-2000:])
+    return sigs
+
+
+def file_tampers(tmp, model, sig, pub):
+    names = sorted(os.path.relpath(os.path.join(root, name), model) for root, _, files in os.walk(model)
+                   for name in files if name != ".gitignore")
+    for name in names:
+        copy = os.path.join(tmp, "tampered")
+        shutil.copytree(model, copy)
+        path = os.path.join(copy, name)
+        with open(path, "r+b") as file:
+            size = os.path.getsize(path)
+            file.seek(size // 2)
+            byte = file.read(1)
+            file.seek(size // 2)
+            file.write(bytes([byte[0] ^ 1]))
+        out = verify(copy, sig, "--public-key", pub)
+        check(f"a flipped byte in {name} fails naming it", one_line_naming(out, "hash mismatch", name), out.stderr)
+        shutil.rmtree(copy)
+    copy = os.path.join(tmp, "tampered")
+    shutil.copytree(model, copy)
+    os.remove(os.path.join(copy, "weights.pt"))
+    out = verify(copy, sig, "--public-key", pub)
+    check("a missing file fails naming it", one_line_naming(out, "weights.pt", "missing"), out.stderr)
+    write(os.path.join(copy, "weights.pt.renamed"), open(os.path.join(model, "weights.pt"), "rb").read())
+    out = verify(copy, sig, "--public-key", pub)
+    check("a renamed file fails naming it", one_line_naming(out, "weights.pt.renamed", "not in the signed"), out.stderr)
+    shutil.copy(os.path.join(model, "weights.pt"), os.path.join(copy, "weights.pt"))
+    out = verify(copy, sig, "--public-key", pub)
+    check("an extra file fails naming it", one_line_naming(out, "weights.pt.renamed", "extra"), out.stderr)
+    shutil.rmtree(copy)
+    out = verify(copy if os.path.exists(copy) else os.path.join(tmp, "no-such-model"), sig, "--public-key", pub)
+    check("a model that is not there fails naming it", one_line_naming(out, "no-such-model"), out.stderr)
+
+
+def trust_tampers(tmp, model, sigs, keys):
+    pub = os.path.join(keys, "p256.pub")
+    ours = os.path.join(sigs, "ours-p256.sig")
+    out = verify(model, ours, "--public-key", os.path.join(keys, "p384.pub"))
+    check("a wrong key fails", one_line_naming(out, "signature invalid", "another key"), out.stderr)
+    other = os.path.join(tmp, "other-model")
+    os.makedirs(other)
+    write(os.path.join(other, "model.safetensors"), b"not this model")
+    other_sig = os.path.join(sigs, "other.sig")
+    ringload("sign", other, "--sign-key", os.path.join(keys, "p256.key"), "--signature", other_sig)
+    out = verify(model, other_sig, "--public-key", pub)
+    check("a statement for another model fails", one_line_naming(out, "signature invalid"), out.stderr)
+    out = verify(model, os.path.join(sigs, "theirs-cert.sig"), "--certificate-chain", os.path.join(keys, "other-ca.pem"))
+    check("an untrusted certificate fails", one_line_naming(out, "not trusted"), out.stderr)
+    for name, why in (("expired", "expired"), ("no-signing", "not for signing")):
+        sig = os.path.join(sigs, f"{name}.sig")
+        made = model_signing_sign(model, sig, "certificate", "--private_key", os.path.join(keys, "leaf.key"),
+                                  "--signing_certificate", os.path.join(keys, name + ".pem"),
+                                  "--certificate_chain", os.path.join(keys, "ca.pem"))
+        out = verify(model, sig, "--certificate-chain", os.path.join(keys, "ca.pem"))
+        check(f"a certificate {why} fails", made.returncode == 0 and one_line_naming(out, why), made.stderr + out.stderr)
+    out = verify(model, os.path.join(sigs, "theirs-cert.sig"), "--public-key", pub)
+    check("a certificate signature without the chain to trust says what to give",
+          one_line_naming(out, "--certificate-chain"), out.stderr)
+
+
+def hostile_bundles(tmp, model, sigs, keys):
+    pub = os.path.join(keys, "p256.pub")
+    ours = os.path.join(sigs, "ours-p256.sig")
+    text = open(ours, "rb").read()
+    cases = {"truncated": text[:len(text) // 2], "not JSON": b"\x00\xff" * 100, "empty": b"",
+             "deep": b"[" * 100000 + b"]" * 100000}
+    for name, data in cases.items():
+        path = os.path.join(tmp, "hostile.sig")
+        write(path, data)
+        out = verify(model, path, "--public-key", pub)
+        check(f"a {name} bundle is refused", one_line_naming(out, "hostile.sig"), out.stderr)
+
+    def media_type(bundle):
+        bundle["mediaType"] = "application/vnd.dev.sigstore.bundle+json;version=0.3"
+
+    def two_signatures(bundle):
+        bundle["dsseEnvelope"]["signatures"] *= 2
+
+    def changed_digest(bundle):
+        statement = statement_of(bundle)
+        statement["predicate"]["resources"][0]["digest"] = "00" * 32
+        with_statement(bundle, statement)
+
+    def keyless(bundle):
+        bundle["verificationMaterial"] = {"certificate": {"rawBytes": base64.b64encode(b"x").decode()},
+                                          "tlogEntries": []}
+
+    for name, change, words in (("another mediaType", media_type, ["mediaType"]),
+                                ("two signatures", two_signatures, ["exactly one signature"]),
+                                ("a changed statement", changed_digest, ["does not verify"]),
+                                ("a keyless bundle", keyless, ["keyless"])):
+        path = rewritten(ours, os.path.join(tmp, "changed.sig"), change)
+        out = verify(model, path, "--public-key", pub)
+        check(f"{name} is refused", one_line_naming(out, "changed.sig", *words), out.stderr)
+    huge = os.path.join(tmp, "huge.sig")
+    write(huge, b" " * (17 << 20))
+    out = verify(model, huge, "--public-key", pub)
+    check("a 17 MiB bundle is refused", one_line_naming(out, "too large"), out.stderr)
+
+
+def main():
+    for tool in (RINGLOAD, MODEL_SIGNING):
+        if not os.access(tool, os.X_OK):
+            print(f"FAILED: {tool} is not there (scripts/setup.sh makes .venv-signing)")
+            return 1
+    with tempfile.TemporaryDirectory(prefix="ringload-signing-") as tmp:
+        model, keys = os.path.join(tmp, "model"), os.path.join(tmp, "keys")
+        os.makedirs(model)
+        os.makedirs(keys)
+        make_model(model)
+        key_pair(keys, "p256", ec.SECP256R1())
+        key_pair(keys, "p384", ec.SECP384R1())
+        make_pki(keys)
+        sigs = interop(tmp, model, keys)
+        file_tampers(tmp, model, os.path.join(sigs, "theirs-p256.sig"), os.path.join(keys, "p256.pub"))
+        file_tampers(tmp, model, os.path.join(sigs, "theirs-shards.sig"), os.path.join(keys, "p256.pub"))
+        trust_tampers(tmp, model, sigs, keys)
+        hostile_bundles(tmp, model, sigs, keys)
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,16 +15,17 @@ Tensors reach torch and numpy without copies (DLPack), on the CPU and on CUDA de
 is released while the engine works. Failures raise ringload.errors classes.
 """
 from .errors import (ArgumentError, CancelledError, DecryptionError, DeviceError, FormatError,  # noqa: F401
-                     HashMismatchError, RingloadError, SafetensorError, SliceIndexError, SourceError,
-                     SourceNotFoundError)
+                     HashMismatchError, RingloadError, SafetensorError, SignatureError, SliceIndexError,
+                     SourceError, SourceNotFoundError)
 from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
 from ._deserializer import TensorDeserializer  # noqa: F401
 from ._serializer import TensorSerializer  # noqa: F401
 from ._files import convert, load, load_file, load_model, save, save_file, save_model  # noqa: F401
 from ._safe_open import safe_open  # noqa: F401
 from ._stream import stream_tensors  # noqa: F401
+from ._signing import sign_model, verify_model  # noqa: F401
 
 __all__ = ["TensorDeserializer", "TensorSerializer", "convert", "load_file", "save_file", "stream_tensors", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
            "ArgumentError", "load", "save", "load_model", "save_model", "safe_open", "SafetensorError",
-           "SourceNotFoundError", "SliceIndexError"]
+           "SourceNotFoundError", "SliceIndexError", "SignatureError", "verify_model", "sign_model"]

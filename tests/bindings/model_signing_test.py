@@ -174,6 +174,13 @@ def interop(tmp, model, keys):
         out = run(MODEL_SIGNING, "verify", "key", model, "--signature", sig, "--public_key",
                   os.path.join(keys, curve + ".pub"))
         check(f"model_signing verifies ringload's {curve} signature", out.returncode == 0, out.stderr[-2000:])
+    converted = os.path.join(tmp, "converted.safetensors")
+    out = ringload("convert", os.path.join(model, "model.tensors"), converted, "--sign-key",
+                   os.path.join(keys, "p384.key"))
+    theirs = run(MODEL_SIGNING, "verify", "key", converted, "--signature", converted + ".sig", "--public_key",
+                 os.path.join(keys, "p384.pub"))
+    check("convert --sign-key: model_signing verifies the output's signature",
+          out.returncode == 0 and theirs.returncode == 0, out.stderr + theirs.stderr[-2000:])
     return sigs
 
 

@@ -173,6 +173,11 @@ with gcs, TokenServer() as tokens, GcsProxy(gcs, tokens) as proxy, tempfile.Temp
     out = run(clean_env(empty_home, STORAGE_EMULATOR_HOST=gcs.url, GOOGLE_APPLICATION_CREDENTIALS=wrong_key),
               "load", f"gs://{BUCKET}/tensorizer/basic_v1.tensors", "--gcs-anonymous", "--json", "--sha256")
     check("gcs --gcs-anonymous over a key file", loaded(out) == expected(manifest_of("basic_v1.tensors")), out.stderr)
+    for entry in index["files"]:  # every fixture anonymously too
+        manifest = manifest_of(entry["file"])
+        out = run(anonymous, "load", f"gs://{BUCKET}/tensorizer/{entry['file']}", "--json", "--sha256", "--verify",
+                  *key_args(manifest, secrets_dir))
+        check(f"gcs anonymous {entry['file']}", loaded(out) == expected(manifest), out.stderr)
     out = run(clean_env(empty_home, STORAGE_EMULATOR_HOST=proxy.url), "load", large_uri)
     check("gcs anonymous refused", out.returncode != 0 and "401" in out.stderr and "none found, anonymous" in
           out.stderr and one_line(out.stderr), out.stderr)
@@ -184,6 +189,20 @@ with gcs, TokenServer() as tokens, GcsProxy(gcs, tokens) as proxy, tempfile.Temp
                   "--verify", "--connections", "2", "--range-size", str(MIB))
         check("gcs range reads retried through faults", loaded(out) == expected(large) and faults.connections > 3,
               out.stderr)
+
+    # Every fixture written to gs:// (decrypted where it is encrypted) holds what a local convert
+    # writes, byte for byte, and loads back as its manifest says.
+    for entry in index["files"]:
+        manifest = manifest_of(entry["file"])
+        decrypt = [arg.replace("--", "--decrypt-", 1) if arg.startswith("--") else arg
+                   for arg in key_args(manifest, secrets_dir)]
+        local = os.path.join(tmp, "written-" + entry["file"])
+        subprocess.run([RINGLOAD, "convert", fixture(entry["file"]), local, *decrypt], check=True, capture_output=True)
+        written = f"gs://{BUCKET}/written/{entry['file']}"
+        out = run(with_key, "convert", fixture(entry["file"]), written, *decrypt)
+        same = out.returncode == 0 and gcs.download(BUCKET, "written/" + entry["file"]) == open(local, "rb").read()
+        back = run(with_key, "load", written, "--json", "--sha256", "--verify")
+        check(f"gcs writes {entry['file']}", same and loaded(back) == expected(manifest), out.stderr + back.stderr)
 
     # Uploads: convert writes to gs:// what it writes locally.
     local_small = os.path.join(tmp, "small.tensors")

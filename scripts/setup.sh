@@ -12,6 +12,9 @@
 #   - .venv-moto: moto in server mode, the S3-compatible server of the s3 tests (pinned in
 #     scripts/requirements-moto.txt), in a venv of its own: it needs newer boto3, Flask and
 #     cryptography than the --no-deps .venv may take beside Debian's torch.
+#     It also holds fake-gcs-server (the GCS emulator of the gs:// tests, a bundled Go binary).
+#   - .venv-signing: the real model-signing (OpenSSF Model Signing 1.1), the peer of the
+#     signature tests, pinned in scripts/requirements-signing.txt (newer pydantic, protobuf).
 #   - not here: .venv-vllm, the real vLLM of the `--load-format ringload` tests (~6 GB), which
 #     scripts/test.sh makes with scripts/setup_vllm.sh (the demo does not need it).
 #   - the peers of `ringload bench load` (bench/setup_peers.sh, PyPI into .venv) and Debian's

@@ -2,19 +2,18 @@
 #include "model_folder.hpp"
 
 #include "ringload/engine/hashes.hpp"
+#include "ringload/engine/worker_pool.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <thread>
 
 namespace ringload {
 namespace {
@@ -124,30 +123,18 @@ Result<std::vector<FolderFile>> list_model_files(const std::string& folder, cons
 
 Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& ranges, std::size_t threads) {
     std::vector<std::string> digests(ranges.size());
-    std::atomic<std::size_t> next{0};
     std::mutex failure_mutex;
     std::optional<Error> failure;
-    auto work = [&] {
-        for (std::size_t k = next++; k < ranges.size(); k = next++) {
-            auto digest = hash_range(ranges[k]);
-            if (!digest) {
-                std::lock_guard lock(failure_mutex);
-                failure = failure.value_or(digest.error());
-                return;
-            }
-            digests[k] = std::move(*digest);
+    WorkerPool pool(threads);
+    pool.parallel_for(ranges.size(), [&](std::size_t k) {
+        auto digest = hash_range(ranges[k]);
+        if (!digest) {
+            std::lock_guard lock(failure_mutex);
+            failure = failure.value_or(digest.error());
+            return;
         }
-    };
-    const std::size_t count = std::max<std::size_t>(
-        1, std::min<std::size_t>(threads ? threads : std::thread::hardware_concurrency(), ranges.size()));
-    std::vector<std::thread> workers;
-    for (std::size_t t = 1; t < count; ++t) {
-        workers.emplace_back(work);
-    }
-    work();
-    for (std::thread& worker : workers) {
-        worker.join();
-    }
+        digests[k] = std::move(*digest);
+    });
     if (failure) {
         return *failure;
     }

@@ -1,6 +1,8 @@
 // formats/model_signing/base64.cpp
 #include "formats/model_signing/base64.hpp"
 
+#include "ringload/engine/hashes.hpp"
+
 #include <openssl/evp.h>
 
 #include <cctype>
@@ -43,14 +45,7 @@ Result<std::string> base64_decode(std::string_view text, std::string_view what) 
 }
 
 std::string to_hex(std::string_view bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string text;
-    text.reserve(bytes.size() * 2);
-    for (unsigned char c : bytes) {
-        text.push_back(digits[c >> 4]);
-        text.push_back(digits[c & 15]);
-    }
-    return text;
+    return ringload::to_hex(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
 }
 
 Result<std::string> from_hex(std::string_view text, std::string_view what) {

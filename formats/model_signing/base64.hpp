@@ -17,6 +17,7 @@ std::string base64_encode(std::string_view bytes);
 // whitespace is dropped; `what` names the field in the message.
 Result<std::string> base64_decode(std::string_view text, std::string_view what);
 
+// The engine's to_hex over a byte string (digests are kept as std::string here).
 std::string to_hex(std::string_view bytes);
 // Lowercase or uppercase hex; fails naming `what` on an odd length or a non-hex character.
 Result<std::string> from_hex(std::string_view text, std::string_view what);

@@ -1,7 +1,7 @@
 // formats/model_signing/trust.cpp
 #include "formats/model_signing/trust.hpp"
 
-#include "formats/model_signing/base64.hpp"
+#include "ringload/engine/hashes.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
@@ -199,10 +199,8 @@ Result<EcKey> verify_certificate_chain(const std::vector<std::string>& bundle_ce
 }
 
 std::string sha256_hex(std::string_view bytes) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(digest), length));
+    const Sha256Digest digest = sha256(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    return ringload::to_hex(digest);
 }
 
 } // namespace ringload::model_signing

@@ -95,8 +95,8 @@ private:
 void bind_errors(nb::module_& m);
 void bind_deserializer(nb::module_& m);
 void bind_serializer(nb::module_& m);
-void bind_stream(nb::module_& m); // stream_binding.cpp
-void bind_facts(nb::module_& m);  // facts_binding.cpp
+void bind_stream(nb::module_& m);  // stream_binding.cpp
+void bind_facts(nb::module_& m);   // facts_binding.cpp
 void bind_signing(nb::module_& m); // signing_binding.cpp
 // Keyword arguments that are rows of the option table (ringload/options.hpp), set on `open` and
 // `load` (facts_binding.cpp); a wrong name or value raises ValueError naming it.

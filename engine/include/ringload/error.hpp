@@ -42,8 +42,8 @@ enum class errc : std::uint8_t {
     unsupported,
     cancelled,
     out_of_memory,
-    device_error,       // a GPU call failed (CUDA's own name and message follow)
-    signature_invalid,  // a model signature that does not verify, or one for other files
+    device_error,      // a GPU call failed (CUDA's own name and message follow)
+    signature_invalid, // a model signature that does not verify, or one for other files
 };
 
 std::string_view errc_name(errc code) noexcept;

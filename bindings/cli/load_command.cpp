@@ -3,7 +3,10 @@
 // `ringload load URI [--device cpu|cuda|cuda:N] [--dtype T] [--verify] [--filter REGEX] [--sha256]
 // [--json]`: loads every (matching) tensor into host or GPU memory and prints a summary, or one
 // JSON object. With --sha256 on a GPU, the hashes are of the bytes copied back from the device.
+// A folder loads each weight file in it; --signature F (--public-key F | --certificate-chain F)
+// verifies a signed model (a folder or one file) in the same read (model_load.hpp).
 #include "commands.hpp"
+#include "model_load.hpp"
 #include "open_input.hpp"
 #include "progress_bar.hpp"
 #include "tensor_json.hpp"
@@ -13,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -45,6 +49,7 @@ struct LoadArgs {
     std::string prefault = "auto";
     NetworkArgs network;
     KeyFileArgs keys;
+    SignatureFlags signature;
 };
 
 void print_json(const LoadedModel& model, const Index& index, bool with_sha256, double open_seconds,
@@ -140,6 +145,14 @@ int run_load(const LoadArgs& args) {
             }
         };
     }
+    std::error_code not_folder;
+    if (!args.signature.signature.empty() || std::filesystem::is_directory(args.uri, not_folder)) {
+        options.on_tensor = nullptr;
+        ModelLoad model{args.uri, options, args.signature, args.json, [&args](const std::string& file) {
+                            return open_input(file, args.keys, args.network);
+                        }};
+        return run_model_load(model);
+    }
     const auto open_started = std::chrono::steady_clock::now();
     auto opened = open_input(args.uri, args.keys, args.network);
     if (!opened) {
@@ -183,6 +196,7 @@ Run add_load_command(CLI::App& app) {
         ->check(CLI::IsMember(prefault_modes()));
     add_network_options(*command, args->network, true);
     add_key_file_options(*command, args->keys, "", "to decrypt with");
+    add_signature_flags(*command, args->signature, false, true);
     return [args] { return run_load(*args); };
 }
 

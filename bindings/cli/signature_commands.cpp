@@ -9,6 +9,7 @@
 // `ringload sign MODEL --sign-key F --signature F [--ignore-paths P]...` writes one (the key
 // method, files mode, SHA-256) that `model_signing verify key` accepts.
 #include "commands.hpp"
+#include "signature_flags.hpp"
 
 #include "ringload/model_signing.hpp"
 
@@ -20,12 +21,8 @@ namespace {
 
 struct SignatureArgs {
     std::string model;
-    std::string signature;
-    std::string public_key;
-    std::vector<std::string> certificate_chain;
+    SignatureFlags flags;
     std::string sign_key;
-    std::vector<std::string> ignore_paths;
-    bool no_git_ignores = false;
     std::size_t threads = 0;
     bool json = false;
 };
@@ -44,13 +41,7 @@ void print_summary(const char* what, const ModelSignatureSummary& summary, bool 
 }
 
 int run_verify(const SignatureArgs& args) {
-    SignatureCheck check;
-    check.signature_file = args.signature;
-    check.public_key_file = args.public_key;
-    check.certificate_chain_files = args.certificate_chain;
-    check.ignore_paths = args.ignore_paths;
-    check.ignore_git_paths = !args.no_git_ignores;
-    check.threads = args.threads;
+    const SignatureCheck check = args.flags.check(args.threads);
     auto verified = verify_model_signature(args.model, check);
     if (!verified) {
         return report_error(verified.error().message());
@@ -62,9 +53,9 @@ int run_verify(const SignatureArgs& args) {
 int run_sign(const SignatureArgs& args) {
     SignatureWrite write;
     write.private_key_file = args.sign_key;
-    write.signature_file = args.signature;
-    write.ignore_paths = args.ignore_paths;
-    write.ignore_git_paths = !args.no_git_ignores;
+    write.signature_file = args.flags.signature;
+    write.ignore_paths = args.flags.ignore_paths;
+    write.ignore_git_paths = !args.flags.no_git_ignores;
     write.threads = args.threads;
     auto signed_model = sign_model(args.model, write);
     if (!signed_model) {
@@ -74,13 +65,9 @@ int run_sign(const SignatureArgs& args) {
     return 0;
 }
 
-void add_common(CLI::App& command, SignatureArgs& args) {
+void add_common(CLI::App& command, SignatureArgs& args, bool trust) {
     command.add_option("model", args.model, "The model: a folder, or one file")->required();
-    command.add_option("--signature", args.signature, "The signature file (a Sigstore bundle, as model_signing's)")
-        ->required();
-    command.add_option("--ignore-paths", args.ignore_paths, "Paths relative to the model to leave out (repeat)");
-    command.add_flag("--no-ignore-git-paths", args.no_git_ignores,
-                     "Hash the root's .git, .gitattributes, .github and .gitignore too");
+    add_signature_flags(command, args.flags, true, trust);
     command.add_option("--threads", args.threads, "Hashing threads (0: one per core)");
     command.add_flag("--json", args.json, "Print one JSON object");
 }
@@ -90,18 +77,14 @@ void add_common(CLI::App& command, SignatureArgs& args) {
 Run add_verify_command(CLI::App& app) {
     auto args = std::make_shared<SignatureArgs>();
     auto* command = app.add_subcommand("verify", "Check a model's OpenSSF Model Signing signature, every file read");
-    add_common(*command, *args);
-    auto* key = command->add_option("--public-key", args->public_key, "The signer's PEM public key (ECDSA)");
-    auto* chain = command->add_option("--certificate-chain", args->certificate_chain,
-                                      "PEM certificates to trust for a certificate signature (repeat)");
-    key->excludes(chain);
+    add_common(*command, *args, true);
     return [args] { return run_verify(*args); };
 }
 
 Run add_sign_command(CLI::App& app) {
     auto args = std::make_shared<SignatureArgs>();
     auto* command = app.add_subcommand("sign", "Sign a model (OpenSSF Model Signing, the key method)");
-    add_common(*command, *args);
+    add_common(*command, *args, false);
     command->add_option("--sign-key", args->sign_key, "A PEM ECDSA private key (P-256, P-384 or P-521)")->required();
     return [args] { return run_sign(*args); };
 }

@@ -23,6 +23,7 @@
 #include "ringload/memory_room.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
+#include "signed_file_check.hpp"
 #include "tensor_handover.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -149,6 +150,10 @@ Result<RunStats> Deserializer::Impl::run_handler(const LoadOptions& options, Buf
     controls.progress = options.progress;
     controls.progress_tensors_total = tensors_total;
     controls.tensors_done = tensors_done;
+    if (options.signed_file) {
+        RL_TRY(check, SignedFileCheck::create(handler, plan, *options.signed_file, source->size_bytes()));
+        return run_on_loop(loop, run_plan(*source, ring_in_use, pool, check->plan(), *check, controls));
+    }
     return run_on_loop(loop, run_plan(*source, ring_in_use, pool, plan, handler, controls));
 }
 
@@ -382,13 +387,34 @@ Result<std::unique_ptr<Deserializer::Impl>> Deserializer::Impl::open(std::string
     return impl;
 }
 
+Result<LoadedModel> Deserializer::Impl::load_signed(const LoadOptions& options, const LoadLayout& layout,
+                                                    WorkerPool& pool, int ordinal) {
+    if (options.placement == Placement::mapped_file) {
+        return fail(errc::unsupported, source_name() + ": cannot leave the tensors in the file's pages: " +
+                                           *why_not_mapped(options, layout, ordinal));
+    }
+    if (!options.on_tensor) {
+        return load_on(options, layout, pool, ordinal);
+    }
+    // Streamed hand-over waits for the whole file's digest: tensors are collected as they
+    // complete and handed over, in the order they came, once it matched.
+    std::vector<StreamedTensor> held;
+    LoadOptions holding = options;
+    holding.on_tensor = [&held](const StreamedTensor& tensor) { held.push_back(tensor); };
+    RL_TRY(model, load_on(holding, layout, pool, ordinal));
+    for (const StreamedTensor& tensor : held) {
+        options.on_tensor(tensor);
+    }
+    return model;
+}
+
 Result<LoadedModel> Deserializer::Impl::load(const LoadOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     RL_TRY(ordinal, gpu::parse_device(options.device));
     RL_TRY_VOID(check_listed_tensors(index, options.tensors, uri));
     const LoadLayout layout = plan_load(index, options);
     WorkerPool pool(options.worker_threads);
-    RL_TRY(model, load_on(options, layout, pool, ordinal));
+    RL_TRY(model, options.signed_file ? load_signed(options, layout, pool, ordinal) : load_on(options, layout, pool, ordinal));
     model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (options.compute_sha256 && ordinal == gpu::cpu_ordinal) {
         pool.parallel_for(model.tensors.size(),

@@ -97,6 +97,10 @@ struct Deserializer::Impl {
                                    DeviceLink* device, const std::string& name);
     // The load on `ordinal` (the CPU or a CUDA device) the file's format calls for.
     Result<LoadedModel> load_on(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool, int ordinal);
+    // load_on for a file of a signed model (LoadOptions::signed_file): never mapped, and the
+    // streamed hand-over held until the whole file's digest matched.
+    Result<LoadedModel> load_signed(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool,
+                                    int ordinal);
     Result<LoadedModel> load_to_host(const LoadOptions& options, const LoadLayout& layout, WorkerPool& pool);
     // Placement::mapped_file (mapped_load.cpp): why this load cannot leave its tensors in the
     // file's pages, or nothing when it can; and that load.

@@ -38,6 +38,9 @@ std::optional<std::string> Deserializer::Impl::why_not_mapped(const LoadOptions&
     if (options.verify_hashes) {
         return "verify_hashes reads every byte through the hash stages";
     }
+    if (options.signed_file) {
+        return "a signed file's tensors are the bytes its load hashed, not pages the file may change under";
+    }
     if (layout.tensors.empty()) {
         return "no tensor to load";
     }

@@ -94,6 +94,10 @@ struct Expected {
     std::vector<std::string> names;
 };
 
+std::string shard_name(const std::string& file, std::uint64_t begin, std::uint64_t end) {
+    return file + ":" + std::to_string(begin) + ":" + std::to_string(end);
+}
+
 // The files or shards of the folder, named as the statement names them.
 Expected pieces_of(const std::vector<FolderFile>& files, const SignedStatement& statement) {
     Expected expected;
@@ -106,7 +110,7 @@ Expected pieces_of(const std::vector<FolderFile>& files, const SignedStatement& 
         for (std::uint64_t begin = 0; begin < file.size_bytes; begin += statement.shard_size) {
             const std::uint64_t end = std::min(file.size_bytes, begin + statement.shard_size);
             expected.ranges.push_back({&file, begin, end});
-            expected.names.push_back(file.name + ":" + std::to_string(begin) + ":" + std::to_string(end));
+            expected.names.push_back(shard_name(file.name, begin, end));
         }
     }
     return expected;
@@ -122,20 +126,14 @@ Result<std::map<std::string, std::string>> signed_digests(const SignedStatement&
     return digests;
 }
 
-// Every piece of the folder listed, every listed piece there, every digest equal.
-Result<void> compare(const Expected& found, const std::vector<std::string>& digests,
-                     std::map<std::string, std::string> listed, const std::string& name, const std::string& folder) {
-    for (std::size_t k = 0; k < found.names.size(); ++k) {
-        const auto entry = listed.find(found.names[k]);
-        if (entry == listed.end()) {
-            return fail(errc::signature_invalid, name + ": " + folder + "/" + found.names[k] +
-                                                     " is not in the signed statement (an extra file)");
+// Every piece of the folder listed, every listed piece there: names only, before any byte is read.
+Result<void> compare_names(const Expected& found, std::map<std::string, std::string> listed, const std::string& name,
+                           const std::string& folder) {
+    for (const std::string& piece : found.names) {
+        if (listed.erase(piece) == 0) {
+            return fail(errc::signature_invalid,
+                        name + ": " + folder + "/" + piece + " is not in the signed statement (an extra file)");
         }
-        if (entry->second != digests[k]) {
-            return fail(errc::hash_mismatch, name + ": " + folder + "/" + found.names[k] +
-                                                 " does not match its signed SHA-256 (the file changed)");
-        }
-        listed.erase(entry);
     }
     if (!listed.empty()) {
         return fail(errc::signature_invalid,
@@ -145,33 +143,224 @@ Result<void> compare(const Expected& found, const std::vector<std::string>& dige
     return {};
 }
 
-} // namespace
+struct VerifiedStatement {
+    SignedStatement statement;
+    std::map<std::string, std::string> listed; // name: raw SHA-256
+    std::string signer;
+};
 
-Result<ModelSignatureSummary> verify_model_signature(const std::string& folder, const SignatureCheck& check) {
-    const auto started = std::chrono::steady_clock::now();
+// The bundle's signature over its statement, by the signer the check trusts.
+Result<VerifiedStatement> verify_statement(const SignatureCheck& check) {
     const std::string& name = check.signature_file;
     RL_TRY(text, read_small_file(name, "signature"));
     RL_TRY(bundle, parse_bundle(text, name));
-    ModelSignatureSummary summary;
-    RL_TRY(key, signer_key(bundle, check, summary.signer));
+    VerifiedStatement verified;
+    RL_TRY(key, signer_key(bundle, check, verified.signer));
     RL_TRY_VOID(key.verify(dsse_pae(bundle.payload), bundle.signature, name));
     if (bundle.payload_type != in_toto_payload_type) {
         return fail(errc::signature_invalid, name + ": the envelope's payload is not an in-toto statement");
     }
     RL_TRY(statement, parse_statement(bundle.payload, name));
-    std::vector<std::string> ignored = ignored_paths(folder, name, check.ignore_paths, check.ignore_git_paths);
-    ignored.insert(ignored.end(), statement.ignore_paths.begin(), statement.ignore_paths.end());
-    RL_TRY(files, list_model_files(folder, ignored));
-    const Expected found = pieces_of(files, statement);
     RL_TRY(listed, signed_digests(statement, name));
-    RL_TRY(digests, hash_ranges(found.ranges, check.threads));
-    RL_TRY_VOID(compare(found, digests, std::move(listed), name, folder));
+    verified.statement = std::move(statement);
+    verified.listed = std::move(listed);
+    return verified;
+}
+
+// A statement of one file's model names it ".".
+bool signs_one_file(const SignedStatement& statement) {
+    return std::all_of(statement.resources.begin(), statement.resources.end(), [](const SignedResource& resource) {
+        return resource.name == "." || resource.name.starts_with(".:");
+    });
+}
+
+} // namespace
+
+struct SignedModel::State {
+    std::string model; // the folder, or the one file
+    bool one_file = false;
+    SignatureCheck check;
+    VerifiedStatement verified;
+    std::vector<FolderFile> files; // the folder's, when opened whole
+
+    // The model of a verified statement; its files listed and compared by name when whole.
+    static Result<std::shared_ptr<const SignedModel>> open(std::unique_ptr<State> state, bool whole_folder);
+
+    // The statement's name of `path`, a file of the model.
+    Result<std::string> name_of(const std::string& path) const {
+        if (one_file) {
+            return std::string(".");
+        }
+        std::error_code error;
+        const fs::path relative =
+            fs::weakly_canonical(path, error).lexically_relative(fs::weakly_canonical(model, error));
+        if (error || relative.empty() || *relative.begin() == ".." || relative == ".") {
+            return fail(errc::signature_invalid, check.signature_file + ": " + path + " is not a file of the model " +
+                                                     model + " it signs");
+        }
+        return relative.generic_string();
+    }
+};
+
+SignedModel::SignedModel(std::unique_ptr<State> state) : state_(std::move(state)) {}
+SignedModel::~SignedModel() = default;
+
+Result<std::shared_ptr<const SignedModel>> SignedModel::State::open(std::unique_ptr<State> state, bool whole_folder) {
+    const SignatureCheck& check = state->check;
+    std::error_code error;
+    state->one_file = fs::is_regular_file(state->model, error);
+    if (whole_folder || state->one_file) {
+        std::vector<std::string> ignored =
+            ignored_paths(state->model, check.signature_file, check.ignore_paths, check.ignore_git_paths);
+        const SignedStatement& statement = state->verified.statement;
+        ignored.insert(ignored.end(), statement.ignore_paths.begin(), statement.ignore_paths.end());
+        RL_TRY(files, list_model_files(state->model, ignored));
+        state->files = std::move(files);
+        RL_TRY_VOID(compare_names(pieces_of(state->files, statement), state->verified.listed, check.signature_file,
+                                  state->model));
+    }
+    return std::shared_ptr<const SignedModel>(new SignedModel(std::move(state)));
+}
+
+Result<std::shared_ptr<const SignedModel>> SignedModel::open(const std::string& model, const SignatureCheck& check,
+                                                             bool whole_folder) {
+    auto state = std::make_unique<State>();
+    state->model = model;
+    state->check = check;
+    RL_TRY(verified, verify_statement(check));
+    state->verified = std::move(verified);
+    return State::open(std::move(state), whole_folder);
+}
+
+Result<std::shared_ptr<const SignedModel>> SignedModel::open_for_file(const std::string& file, const std::string& folder,
+                                                                      const SignatureCheck& check) {
+    auto state = std::make_unique<State>();
+    state->check = check;
+    RL_TRY(verified, verify_statement(check));
+    state->verified = std::move(verified);
+    if (signs_one_file(state->verified.statement)) {
+        state->model = file;
+    } else {
+        state->model = folder.empty() ? fs::path(file).parent_path().string() : folder;
+        if (state->model.empty()) {
+            state->model = ".";
+        }
+    }
+    return State::open(std::move(state), false);
+}
+
+Result<std::shared_ptr<const SignedFile>> SignedModel::file(const std::string& path) const {
+    const State& state = *state_;
+    const std::string& signature = state.check.signature_file;
+    RL_TRY(name, state.name_of(path));
+    std::error_code error;
+    auto signed_file = std::make_shared<SignedFile>();
+    signed_file->path = path;
+    signed_file->signature_file = signature;
+    signed_file->size_bytes = fs::file_size(path, error);
+    if (error) {
+        return fail(errc::not_found, path + ": " + error.message());
+    }
+    const SignedStatement& statement = state.verified.statement;
+    const auto& listed = state.verified.listed;
+    std::vector<std::string> names;
+    if (!statement.sharded) {
+        names.push_back(name);
+    } else {
+        signed_file->shard_bytes = statement.shard_size;
+        for (std::uint64_t begin = 0; begin < signed_file->size_bytes; begin += statement.shard_size) {
+            names.push_back(shard_name(name, begin, std::min(signed_file->size_bytes, begin + statement.shard_size)));
+        }
+    }
+    for (const std::string& piece : names) {
+        const auto entry = listed.find(piece);
+        if (entry == listed.end()) {
+            return fail(errc::signature_invalid,
+                        signature + ": " + path + " is not in the signed statement" +
+                            (statement.sharded ? " (or its size changed: no shard " + piece + ")" : std::string()));
+        }
+        signed_file->digests.push_back(entry->second);
+    }
+    return std::shared_ptr<const SignedFile>(std::move(signed_file));
+}
+
+Result<void> SignedModel::verify_file(const std::string& path) const {
+    RL_TRY(expected, file(path));
+    const FolderFile folder_file{path, path, expected->size_bytes};
+    std::vector<ByteRange> ranges;
+    const std::uint64_t shard = expected->shard_bytes == 0 ? std::max<std::uint64_t>(expected->size_bytes, 1)
+                                                           : expected->shard_bytes;
+    for (std::uint64_t begin = 0; begin < std::max<std::uint64_t>(expected->size_bytes, 1); begin += shard) {
+        ranges.push_back({&folder_file, begin, std::min(expected->size_bytes, begin + shard)});
+    }
+    if (expected->shard_bytes != 0 && expected->size_bytes == 0) {
+        ranges.clear();
+    }
+    RL_TRY(digests, hash_ranges(ranges, state_->check.threads));
+    for (std::size_t k = 0; k < digests.size(); ++k) {
+        if (digests[k] != expected->digests[k]) {
+            return fail(errc::hash_mismatch, state_->check.signature_file + ": " + path +
+                                                 " does not match its signed SHA-256 (the file changed)");
+        }
+    }
+    return {};
+}
+
+Result<ModelSignatureSummary> SignedModel::verify_files(const std::vector<std::string>& except_paths,
+                                                        std::size_t threads) const {
+    const auto started = std::chrono::steady_clock::now();
+    const State& state = *state_;
+    std::vector<std::string> except_names;
+    for (const std::string& path : except_paths) {
+        RL_TRY(name, state.name_of(path));
+        except_names.push_back(std::move(name));
+    }
+    std::vector<FolderFile> files;
+    for (const FolderFile& file : state.files) {
+        if (std::find(except_names.begin(), except_names.end(), file.name) == except_names.end()) {
+            files.push_back(file);
+        }
+    }
+    const Expected found = pieces_of(files, state.verified.statement);
+    RL_TRY(digests, hash_ranges(found.ranges, threads));
+    for (std::size_t k = 0; k < found.names.size(); ++k) {
+        if (state.verified.listed.at(found.names[k]) != digests[k]) {
+            return fail(errc::hash_mismatch, state.check.signature_file + ": " + state.model + "/" + found.names[k] +
+                                                 " does not match its signed SHA-256 (the file changed)");
+        }
+    }
+    ModelSignatureSummary summary;
     summary.files = files.size();
     summary.resources = found.ranges.size();
-    summary.sharded = statement.sharded;
+    summary.sharded = state.verified.statement.sharded;
+    summary.signer = state.verified.signer;
     for (const FolderFile& file : files) {
         summary.bytes += file.size_bytes;
     }
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return summary;
+}
+
+std::vector<std::string> SignedModel::paths() const {
+    std::vector<std::string> paths;
+    for (const FolderFile& file : state_->files) {
+        paths.push_back(file.path);
+    }
+    return paths;
+}
+
+const std::string& SignedModel::signer() const noexcept {
+    return state_->verified.signer;
+}
+
+bool SignedModel::sharded() const noexcept {
+    return state_->verified.statement.sharded;
+}
+
+Result<ModelSignatureSummary> verify_model_signature(const std::string& folder, const SignatureCheck& check) {
+    const auto started = std::chrono::steady_clock::now();
+    RL_TRY(model, SignedModel::open(folder, check, true));
+    RL_TRY(summary, model->verify_files({}, check.threads));
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return summary;
 }

@@ -26,6 +26,7 @@
 #include "ringload/error.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,62 @@ struct ModelSignatureSummary {
 };
 
 Result<ModelSignatureSummary> verify_model_signature(const std::string& folder, const SignatureCheck& check);
+
+// One file of a signed model, as its verified statement describes it: what a load of the file
+// hashes from the bytes it reads (LoadOptions::signed_file). The load reads the whole file
+// whatever it wants of it, hashes it in file order beside its own work, and fails, naming the
+// file (and shard), before it returns or hands over a tensor when a digest differs.
+struct SignedFile {
+    std::string path;           // the file, for messages
+    std::string signature_file; // for messages
+    std::uint64_t size_bytes = 0;
+    std::uint64_t shard_bytes = 0;    // 0: one digest of the whole file (files mode)
+    std::vector<std::string> digests; // raw SHA-256: the file's, or each shard's in file order
+};
+
+// A model whose signature checked out before any of its bytes were read: the bundle's
+// signature with the signer's key or certificates, its statement, and (for a whole folder)
+// the folder's file list against the statement's: an extra or missing file fails here. Then
+// each file's loads verify what they read (file()), and verify_files() hashes the files no
+// load read (configs, tokenizers).
+//
+//     RL_TRY(model, SignedModel::open("/models/llama", check, true));
+//     load_options.signed_file = *model->file("/models/llama/model-00001-of-00002.safetensors");
+//     ... load every weight file ...
+//     RL_TRY(rest, model->verify_files(loaded_paths));
+class SignedModel {
+public:
+    // `model`: a folder or one file. `whole_folder`: list the folder and require its files to
+    // be the statement's; false for a load of some of its files (each still checked).
+    static Result<std::shared_ptr<const SignedModel>> open(const std::string& model, const SignatureCheck& check,
+                                                           bool whole_folder);
+    // The model for a load of `file`: the file itself when the statement signs one file,
+    // else `folder`, or, when that is empty, the file's own folder.
+    static Result<std::shared_ptr<const SignedModel>> open_for_file(const std::string& file,
+                                                                    const std::string& folder,
+                                                                    const SignatureCheck& check);
+    ~SignedModel();
+
+    // What a load of `path` (a file of the model) must hash to; fails when the statement does
+    // not list it or its size does not fit its shards.
+    Result<std::shared_ptr<const SignedFile>> file(const std::string& path) const;
+    // Hashes one file of the model (all its shards on every core): the error a load of it
+    // reports in place of a parse error, which a changed file may cause before its hash does.
+    Result<void> verify_file(const std::string& path) const;
+    // Hashes every file of the folder listing but `except_paths` on every core; each must match.
+    Result<ModelSignatureSummary> verify_files(const std::vector<std::string>& except_paths,
+                                               std::size_t threads) const;
+    // The folder's files, as paths to open, in the statement's order (opened whole; else none).
+    std::vector<std::string> paths() const;
+    const std::string& signer() const noexcept;
+    bool sharded() const noexcept;
+
+    struct State;
+
+private:
+    explicit SignedModel(std::unique_ptr<State> state);
+    std::unique_ptr<State> state_;
+};
 
 struct SignatureWrite {
     std::string private_key_file; // a PEM ECDSA private key (P-256, P-384 or P-521), not encrypted

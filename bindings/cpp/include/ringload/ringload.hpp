@@ -115,6 +115,7 @@ enum class Placement {
 };
 
 struct StreamedTensor;
+struct SignedFile; // ringload/model_signing.hpp
 
 struct LoadOptions {
     // Bytes per read (a multiple of 4096); 0: the source's choice, 4 MiB for files and 8 MiB
@@ -167,6 +168,13 @@ struct LoadOptions {
     // Deserializer. Tensors handed over stay valid when the load fails later, for as long as
     // the caller holds their owner; load() still returns the failure.
     std::function<void(const StreamedTensor&)> on_tensor;
+    // A file of a signed model (SignedModel::file): the load reads the whole file, whatever
+    // it wants of it, hashes it in file order and fails (errc::hash_mismatch, naming the file
+    // and shard) when it differs from the signed statement. Nothing goes to on_tensor before
+    // the whole file checked out; bytes read into memory the caller gave (`destination`) are
+    // there even when the load fails: discard them then. The tensors are never left in the
+    // file's pages (Placement::mapped_file is refused): what is handed out is what was hashed.
+    std::shared_ptr<const SignedFile> signed_file;
 };
 
 struct LoadedTensor {

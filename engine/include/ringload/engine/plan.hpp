@@ -48,6 +48,14 @@ public:
           lead_bytes_(lead_bytes),
           length_bytes_(length_bytes),
           in_place_(in_place) {}
+    // Source bytes [offset, offset + length) of `whole`, which it keeps alive: the part of a
+    // chunk a handler passes on to another (SignedFileCheck reads whole files for one whose
+    // plan wants only some of their bytes).
+    Chunk(std::shared_ptr<const Chunk> whole, std::uint64_t source_offset_bytes, std::size_t length_bytes)
+        : source_offset_bytes_(source_offset_bytes),
+          length_bytes_(length_bytes),
+          in_place_(whole->bytes().data() + (source_offset_bytes - whole->source_offset_bytes())),
+          whole_(std::move(whole)) {}
 
     // Source bytes [source_offset, source_offset + length) as they sit in the slot, or where
     // they were read in place (then the slot only counted the read in flight).
@@ -71,6 +79,7 @@ private:
     std::size_t lead_bytes_ = 0; // alignment fix-up at the front of the slot
     std::size_t length_bytes_ = 0;
     const std::byte* in_place_ = nullptr;
+    std::shared_ptr<const Chunk> whole_; // a part of a chunk: the chunk
 };
 
 using ChunkPtr = std::shared_ptr<const Chunk>;

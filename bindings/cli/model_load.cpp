@@ -1,0 +1,173 @@
+// bindings/cli/model_load.cpp
+#include "model_load.hpp"
+
+#include "commands.hpp"
+#include "tensor_json.hpp"
+
+#include "ringload/formats.hpp"
+#include "ringload/model_signing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace ringload::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_weight_file(const std::string& path) {
+    for (const Format* format : registered_formats()) {
+        for (std::string_view extension : format->extensions) {
+            if (path.ends_with(extension)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// An unsigned folder's weight files, sorted; .git and other hidden folders left out.
+Result<std::vector<std::string>> weight_files_in(const std::string& folder) {
+    std::vector<std::string> files;
+    std::error_code error;
+    for (auto it = fs::recursive_directory_iterator(folder, error); !error && it != fs::recursive_directory_iterator();
+         it.increment(error)) {
+        const std::string name = it->path().filename().string();
+        if (it->is_directory() && name.starts_with(".")) {
+            it.disable_recursion_pending();
+        } else if (it->is_regular_file() && is_weight_file(name)) {
+            files.push_back(it->path().string());
+        }
+    }
+    if (error) {
+        return fail(errc::io_error, folder + ": " + error.message());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+struct FileLoaded {
+    std::string path;
+    std::size_t tensors = 0;
+    std::uint64_t bytes = 0;
+    double seconds = 0;
+    std::string how;
+};
+
+struct Loaded {
+    std::vector<FileLoaded> files;
+    std::string signer;
+    ModelSignatureSummary others; // the signed files no load read
+    double seconds = 0;
+};
+
+Result<FileLoaded> load_one(const ModelLoad& load, const std::string& path, const SignedModel* signed_model) {
+    LoadOptions options = load.options;
+    if (signed_model != nullptr) {
+        RL_TRY(file, signed_model->file(path));
+        options.signed_file = std::move(file);
+    }
+    auto opened = load.open(path);
+    auto model = opened ? opened->load(options) : Result<LoadedModel>(opened.error());
+    if (!model && signed_model != nullptr && model.error().code != errc::hash_mismatch) {
+        // A changed file may fail its parse before its hash: say that it changed.
+        RL_TRY_VOID(signed_model->verify_file(path));
+    }
+    RL_TRY(loaded, std::move(model));
+    return FileLoaded{path, loaded.tensors.size(), loaded.bytes, loaded.seconds, loaded.how};
+}
+
+Result<Loaded> load_model(const ModelLoad& load) {
+    const auto started = std::chrono::steady_clock::now();
+    std::error_code error;
+    const bool folder = fs::is_directory(load.model, error);
+    std::shared_ptr<const SignedModel> signed_model;
+    std::vector<std::string> files;
+    if (!load.signature.signature.empty()) {
+        const SignatureCheck check = load.signature.check(load.options.worker_threads);
+        RL_TRY(opened, folder ? SignedModel::open(load.model, check, true)
+                              : SignedModel::open_for_file(load.model, "", check));
+        signed_model = std::move(opened);
+        for (const std::string& path : signed_model->paths()) {
+            if (is_weight_file(path)) {
+                files.push_back(path);
+            }
+        }
+    } else {
+        RL_TRY(found, weight_files_in(load.model));
+        files = std::move(found);
+    }
+    if (!folder) {
+        files = {load.model};
+    }
+    if (files.empty()) {
+        return fail(errc::not_found, load.model + ": no weight file in it (" + format_names_text() + ")");
+    }
+    Loaded loaded;
+    for (const std::string& path : files) {
+        RL_TRY(one, load_one(load, path, signed_model.get()));
+        loaded.files.push_back(std::move(one));
+    }
+    if (signed_model && folder) {
+        RL_TRY(others, signed_model->verify_files(files, load.options.worker_threads));
+        loaded.others = others;
+    }
+    if (signed_model) {
+        loaded.signer = signed_model->signer();
+    }
+    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return loaded;
+}
+
+void print_loaded(const Loaded& loaded, bool json) {
+    std::uint64_t bytes = 0;
+    std::size_t tensors = 0;
+    for (const FileLoaded& file : loaded.files) {
+        bytes += file.bytes;
+        tensors += file.tensors;
+    }
+    if (json) {
+        nlohmann::json out;
+        out["bytes"] = bytes;
+        out["seconds"] = loaded.seconds;
+        out["files"] = nlohmann::json::array();
+        for (const FileLoaded& file : loaded.files) {
+            out["files"].push_back(
+                {{"path", file.path}, {"tensors", file.tensors}, {"bytes", file.bytes}, {"seconds", file.seconds}});
+        }
+        if (!loaded.signer.empty()) {
+            out["signature"] = {{"signer", loaded.signer},
+                                {"other_files", loaded.others.files},
+                                {"other_bytes", loaded.others.bytes}};
+        }
+        std::cout << dump_json(out) << "\n";
+        return;
+    }
+    for (const FileLoaded& file : loaded.files) {
+        std::printf("%s: %zu tensors, %llu bytes in %.3f s (%s)\n", file.path.c_str(), file.tensors,
+                    static_cast<unsigned long long>(file.bytes), file.seconds, file.how.c_str());
+    }
+    const double rate = loaded.seconds > 0 ? static_cast<double>(bytes) / loaded.seconds / 1e9 : 0;
+    std::printf("loaded %zu files, %zu tensors, %llu bytes in %.3f s: %.2f GB/s\n", loaded.files.size(), tensors,
+                static_cast<unsigned long long>(bytes), loaded.seconds, rate);
+    if (!loaded.signer.empty()) {
+        std::printf("verified while loading, signer: %s; %zu other files hashed (%llu bytes)\n", loaded.signer.c_str(),
+                    loaded.others.files, static_cast<unsigned long long>(loaded.others.bytes));
+    }
+}
+
+} // namespace
+
+int run_model_load(const ModelLoad& load) {
+    auto loaded = load_model(load);
+    if (!loaded) {
+        return report_error(loaded.error().message());
+    }
+    print_loaded(*loaded, load.json);
+    return 0;
+}
+
+} // namespace ringload::cli

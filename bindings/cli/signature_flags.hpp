@@ -1,0 +1,40 @@
+// bindings/cli/signature_flags.hpp
+//
+// The words that name a model's signature and whom to trust, shared by `verify`, `sign` and
+// `load`: --signature F (--public-key F | --certificate-chain F...) [--ignore-paths P]...
+// [--no-ignore-git-paths].
+#pragma once
+
+#include "ringload/model_signing.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ringload::cli {
+
+struct SignatureFlags {
+    std::string signature;
+    std::string public_key;
+    std::vector<std::string> certificate_chain;
+    std::vector<std::string> ignore_paths;
+    bool no_git_ignores = false;
+
+    SignatureCheck check(std::size_t threads) const {
+        SignatureCheck made;
+        made.signature_file = signature;
+        made.public_key_file = public_key;
+        made.certificate_chain_files = certificate_chain;
+        made.ignore_paths = ignore_paths;
+        made.ignore_git_paths = !no_git_ignores;
+        made.threads = threads;
+        return made;
+    }
+};
+
+// --signature (required or not), --ignore-paths, --no-ignore-git-paths; with `trust`,
+// --public-key and --certificate-chain too (not for `sign`).
+void add_signature_flags(CLI::App& command, SignatureFlags& flags, bool required, bool trust);
+
+} // namespace ringload::cli

@@ -1,0 +1,137 @@
+// engine/orchestration/signed_file_check.cpp
+#include "signed_file_check.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace ringload {
+namespace {
+
+std::string shard_text(const SignedFile& file, std::size_t shard) {
+    if (file.shard_bytes == 0) {
+        return file.path;
+    }
+    const std::uint64_t begin = shard * file.shard_bytes;
+    const std::uint64_t end = std::min(file.size_bytes, begin + file.shard_bytes);
+    return file.path + " (shard " + std::to_string(begin) + ":" + std::to_string(end) + ")";
+}
+
+} // namespace
+
+SignedFileCheck::SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file)
+    : inner_(inner), inner_plan_(inner_plan), file_(file) {
+    if (file.size_bytes > 0) {
+        plan_.ranges.push_back({0, file.size_bytes});
+    }
+}
+
+Result<std::unique_ptr<SignedFileCheck>> SignedFileCheck::create(ChunkHandler& inner, const Plan& inner_plan,
+                                                                 const SignedFile& file, std::uint64_t source_bytes) {
+    if (source_bytes != file.size_bytes) {
+        return fail(errc::hash_mismatch, file.signature_file + ": " + file.path + " has " +
+                                             std::to_string(source_bytes) + " bytes, not the " +
+                                             std::to_string(file.size_bytes) + " it had when checked (the file changed)");
+    }
+    const std::size_t expected = file.shard_bytes == 0
+                                     ? 1
+                                     : static_cast<std::size_t>((file.size_bytes + file.shard_bytes - 1) / file.shard_bytes);
+    if (file.digests.size() != expected) {
+        return fail(errc::invalid_argument, file.path + ": " + std::to_string(file.digests.size()) + " signed digests for " +
+                                        std::to_string(expected) + " shards");
+    }
+    return std::make_unique<SignedFileCheck>(inner, inner_plan, file);
+}
+
+Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
+    if (failed_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(failure_mutex_);
+        return *failure_;
+    }
+    const std::span<const std::byte> bytes = chunk->bytes();
+    sequencer_.submit(chunk->source_offset_bytes(), bytes.size(), [this, chunk] {
+        hash_in_order(chunk->bytes(), chunk->source_offset_bytes());
+    });
+    return pass_wanted_parts(chunk);
+}
+
+// The format sees only its own plan's bytes: whole chunks where they lie inside one of its
+// ranges, parts of them (which keep the chunk, and so its slot) elsewhere.
+Result<void> SignedFileCheck::pass_wanted_parts(const ChunkPtr& chunk) {
+    const std::uint64_t begin = chunk->source_offset_bytes();
+    const std::uint64_t end = chunk->source_end_bytes();
+    const auto& ranges = inner_plan_.ranges;
+    auto range = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                                  [](std::uint64_t offset, const ReadRange& r) { return offset < r.end_bytes(); });
+    for (; range != ranges.end() && range->offset_bytes < end; ++range) {
+        const std::uint64_t part_begin = std::max(begin, range->offset_bytes);
+        const std::uint64_t part_end = std::min(end, range->end_bytes());
+        if (part_begin == begin && part_end == end) {
+            return inner_.process(chunk);
+        }
+        auto part = std::make_shared<const Chunk>(chunk, part_begin, static_cast<std::size_t>(part_end - part_begin));
+        RL_TRY_VOID(inner_.process(part));
+    }
+    return {};
+}
+
+void SignedFileCheck::hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes) {
+    if (failed_.load(std::memory_order_relaxed)) {
+        return;
+    }
+    const std::uint64_t shard_bytes = file_.shard_bytes == 0 ? file_.size_bytes : file_.shard_bytes;
+    do {
+        const std::uint64_t shard_end = std::min(file_.size_bytes, (shard_ + 1) * shard_bytes);
+        const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), shard_end - offset_bytes));
+        sha_.update(bytes.first(take));
+        bytes = bytes.subspan(take);
+        offset_bytes += take;
+        hashed_bytes_ = offset_bytes;
+        if (offset_bytes == shard_end) {
+            const Sha256Digest digest = sha_.finish();
+            if (std::memcmp(digest.data(), file_.digests[shard_].data(), digest.size()) != 0) {
+                record(fail(errc::hash_mismatch, file_.signature_file + ": " + shard_text(file_, shard_) +
+                                                     " does not match its signed SHA-256 (the file changed)"));
+                return;
+            }
+            sha_ = Sha256();
+            ++shard_;
+        }
+    } while (!bytes.empty());
+}
+
+void SignedFileCheck::record(Error error) {
+    std::lock_guard lock(failure_mutex_);
+    if (!failure_) {
+        failure_ = std::move(error);
+        failed_.store(true, std::memory_order_release);
+    }
+}
+
+Result<void> SignedFileCheck::finish() {
+    RL_TRY_VOID(inner_.finish());
+    if (failed_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(failure_mutex_);
+        return *failure_;
+    }
+    if (file_.size_bytes == 0 && file_.shard_bytes == 0) {
+        hash_in_order({}, 0); // nothing was read: the digest of no bytes
+    }
+    if (failed_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(failure_mutex_);
+        return *failure_;
+    }
+    if (hashed_bytes_ != file_.size_bytes) {
+        return fail(errc::hash_mismatch, file_.signature_file + ": " + file_.path + ": only " +
+                                             std::to_string(hashed_bytes_) + " of its " +
+                                             std::to_string(file_.size_bytes) + " bytes were hashed");
+    }
+    return {};
+}
+
+void SignedFileCheck::abandon() noexcept {
+    sequencer_.abandon();
+    inner_.abandon();
+}
+
+} // namespace ringload

@@ -1,0 +1,69 @@
+// engine/orchestration/signed_file_check.hpp
+//
+// A load of one file of a signed model (LoadOptions::signed_file): the run reads the whole
+// file, [0, size), hashes every byte in file order (each shard on its own in the shard mode)
+// and hands the format's handler only the parts of each chunk its own plan wants.
+//
+//  file:     [hdr][ tensor a ][pad][ tensor b ][ tensor c ]      (b filtered out)
+//  plan:     [================ 0 .. size =================]      read once, in slots
+//  hash:     every byte, in order (a Sequencer: chunks finish in any order)
+//  format:   [hdr]? [ tensor a ]              [ tensor c ]       its own plan's parts only
+//
+// A digest that differs fails the run at once (process() returns the error from then on) and
+// finish(); finish() also fails when some byte was never hashed. Chunks wait for the hash as
+// they wait for a tensor's: the ring bounds what is held.
+//
+// Thread: process() from the workers, in any order; finish() on the loop thread.
+#pragma once
+
+#include "ringload/engine/hashes.hpp"
+#include "ringload/engine/plan.hpp"
+#include "ringload/engine/sequencer.hpp"
+#include "ringload/model_signing.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+
+namespace ringload {
+
+class SignedFileCheck final : public ChunkHandler {
+public:
+    // `inner` and `inner_plan` (the format's) outlive this. Fails when the source's size is
+    // not the size the signature was checked against.
+    static Result<std::unique_ptr<SignedFileCheck>> create(ChunkHandler& inner, const Plan& inner_plan,
+                                                           const SignedFile& file, std::uint64_t source_bytes);
+
+    const Plan& plan() const noexcept { return plan_; }
+
+    Result<void> process(const ChunkPtr& chunk) override;
+    std::vector<ReadRange> in_place_ranges() const override { return inner_.in_place_ranges(); }
+    std::byte* in_place_destination(std::uint64_t offset_bytes) const override {
+        return inner_.in_place_destination(offset_bytes);
+    }
+    Result<void> finish() override;
+    void abandon() noexcept override;
+
+    SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file);
+
+private:
+    Result<void> pass_wanted_parts(const ChunkPtr& chunk);
+    void hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes);
+    void record(Error error);
+
+    ChunkHandler& inner_;
+    const Plan& inner_plan_;
+    const SignedFile& file_;
+    Plan plan_;
+    Sequencer sequencer_{0};
+    // Only the sequencer's one running piece touches these.
+    Sha256 sha_;
+    std::size_t shard_ = 0;
+    std::uint64_t hashed_bytes_ = 0;
+
+    std::atomic<bool> failed_{false};
+    std::mutex failure_mutex_;
+    std::optional<Error> failure_;
+};
+
+} // namespace ringload

@@ -393,19 +393,25 @@ Result<LoadedModel> Deserializer::Impl::load_signed(const LoadOptions& options, 
         return fail(errc::unsupported, source_name() + ": cannot leave the tensors in the file's pages: " +
                                            *why_not_mapped(options, layout, ordinal));
     }
-    if (!options.on_tensor) {
-        return load_on(options, layout, pool, ordinal);
-    }
     // Streamed hand-over waits for the whole file's digest: tensors are collected as they
     // complete and handed over, in the order they came, once it matched.
     std::vector<StreamedTensor> held;
     LoadOptions holding = options;
-    holding.on_tensor = [&held](const StreamedTensor& tensor) { held.push_back(tensor); };
-    RL_TRY(model, load_on(holding, layout, pool, ordinal));
+    if (options.on_tensor) {
+        holding.on_tensor = [&held](const StreamedTensor& tensor) { held.push_back(tensor); };
+    }
+    auto model = load_on(holding, layout, pool, ordinal);
+    if (!model && model.error().code != errc::hash_mismatch && model.error().code != errc::cancelled) {
+        // A changed file may fail a parse (a record's header) before its hash completes: say it changed.
+        RL_TRY_VOID(verify_signed_file(*options.signed_file, options.worker_threads));
+    }
+    if (!model) {
+        return std::move(model).error();
+    }
     for (const StreamedTensor& tensor : held) {
         options.on_tensor(tensor);
     }
-    return model;
+    return std::move(*model);
 }
 
 Result<LoadedModel> Deserializer::Impl::load(const LoadOptions& options) {

@@ -284,26 +284,33 @@ Result<std::shared_ptr<const SignedFile>> SignedModel::file(const std::string& p
     return std::shared_ptr<const SignedFile>(std::move(signed_file));
 }
 
-Result<void> SignedModel::verify_file(const std::string& path) const {
-    RL_TRY(expected, file(path));
-    const FolderFile folder_file{path, path, expected->size_bytes};
+Result<void> verify_signed_file(const SignedFile& file, std::size_t threads) {
+    const FolderFile folder_file{file.path, file.path, file.size_bytes};
     std::vector<ByteRange> ranges;
-    const std::uint64_t shard = expected->shard_bytes == 0 ? std::max<std::uint64_t>(expected->size_bytes, 1)
-                                                           : expected->shard_bytes;
-    for (std::uint64_t begin = 0; begin < std::max<std::uint64_t>(expected->size_bytes, 1); begin += shard) {
-        ranges.push_back({&folder_file, begin, std::min(expected->size_bytes, begin + shard)});
+    if (file.shard_bytes == 0) {
+        ranges.push_back({&folder_file, 0, file.size_bytes});
     }
-    if (expected->shard_bytes != 0 && expected->size_bytes == 0) {
-        ranges.clear();
+    for (std::uint64_t begin = 0; file.shard_bytes != 0 && begin < file.size_bytes; begin += file.shard_bytes) {
+        ranges.push_back({&folder_file, begin, std::min(file.size_bytes, begin + file.shard_bytes)});
     }
-    RL_TRY(digests, hash_ranges(ranges, state_->check.threads));
+    std::error_code error;
+    if (fs::file_size(file.path, error) != file.size_bytes || error) {
+        return fail(errc::hash_mismatch,
+                    file.signature_file + ": " + file.path + " changed size since it was checked (the file changed)");
+    }
+    RL_TRY(digests, hash_ranges(ranges, threads));
     for (std::size_t k = 0; k < digests.size(); ++k) {
-        if (digests[k] != expected->digests[k]) {
-            return fail(errc::hash_mismatch, state_->check.signature_file + ": " + path +
-                                                 " does not match its signed SHA-256 (the file changed)");
+        if (digests[k] != file.digests.at(k)) {
+            return fail(errc::hash_mismatch,
+                        file.signature_file + ": " + file.path + " does not match its signed SHA-256 (the file changed)");
         }
     }
     return {};
+}
+
+Result<void> SignedModel::verify_file(const std::string& path) const {
+    RL_TRY(expected, file(path));
+    return verify_signed_file(*expected, state_->check.threads);
 }
 
 Result<ModelSignatureSummary> SignedModel::verify_files(const std::vector<std::string>& except_paths,

@@ -244,6 +244,11 @@ class TensorDeserializer(collections.abc.Mapping):
             rank reads a share of the bytes and the group's collectives move them, so the file
             is read once per group (ringload/_distributed.py). Every rank gets every tensor;
             with lazy_load, every rank must access the tensors in the same order.
+        signature, public_key, certificate_chain, model_folder: a signed model's signature
+            (OpenSSF Model Signing) and whom to trust: the file is read whole and checked
+            against the signed statement while it loads; a file that differs raises
+            HashMismatchError naming it before any tensor is handed out (ringload/_signing.py).
+            With lazy_load the first access loads every tensor (the file is read once).
     """
 
     def __init__(self, file_obj, device=None, filter_func: Optional[FilterFunc] = None, dtype=None, *,
@@ -266,6 +271,7 @@ class TensorDeserializer(collections.abc.Mapping):
         uri, self._spooled = _source_of(file_obj)
         self._progress = progress if progress is not None else progress_callback(progress_bar, uri)
         self._group = process_group
+        self._signed = network.get("signature") is not None
         try:
             self._engine = open_engine(uri, read_mode=read_mode, placement=placement, **self._secret, **network)
         except BaseException:
@@ -533,7 +539,9 @@ class TensorDeserializer(collections.abc.Mapping):
 
     def _tensor(self, entry: _Entry):
         if entry.index not in self._cache:
-            self._load([entry], self._verify_hash)
+            # A signed file is hashed whole by each load: the first access loads every tensor,
+            # so that the file is read (and verified) once.
+            self._load(self._entries if self._signed else [entry], self._verify_hash)
         return self._cache[entry.index]
 
     def _build_structure(self) -> dict:

@@ -88,6 +88,20 @@ def fsspec_reader(uri: str):
 
 
 def open_engine(uri: str, **kwargs):
-    """_ringload.Deserializer(uri, ...), through fsspec_reader where only fsspec reads `uri`."""
-    reader = fsspec_reader(uri)
-    return _ringload.Deserializer(uri, reader=reader, **kwargs) if reader else _ringload.Deserializer(uri, **kwargs)
+    """_ringload.Deserializer(uri, ...), through fsspec_reader where only fsspec reads `uri`.
+    With signature= (and public_key= or certificate_chain=, _signing.SIGNATURE_OPTIONS) every
+    load of it reads the whole file and checks it against the signed statement."""
+    from ._signing import open_signed, take_signature
+    given = take_signature(kwargs)
+    if given is None:
+        reader = fsspec_reader(uri)
+        return _ringload.Deserializer(uri, reader=reader, **kwargs) if reader else _ringload.Deserializer(uri, **kwargs)
+    model, signed = open_signed(uri, given)
+    from .errors import RingloadError
+    try:
+        engine = _ringload.Deserializer(uri, **kwargs)
+    except RingloadError:
+        model.verify_file(signed.path)  # a changed file may fail its parse first: say it changed
+        raise
+    engine.set_signed_file(signed)
+    return engine

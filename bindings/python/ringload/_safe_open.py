@@ -44,6 +44,8 @@ class safe_open:  # noqa: N801 (safetensors' name)
         device: "cpu", "cuda", "cuda:N" or an int N.
         backend: safetensors' "mmap" / "pread", accepted for compatibility.
         verify_hash: check tensorizer's stored hashes of what is read.
+        signature, public_key, certificate_chain, model_folder: a signed model's signature and
+            whom to trust: the file is read and verified whole at open, reads served from that.
         encryption: DecryptionParams of an encrypted tensorizer file.
         network: the network options TensorDeserializer takes (connections, timeout, ...).
     """
@@ -69,6 +71,10 @@ class safe_open:  # noqa: N801 (safetensors' name)
         self._entries = [_Entry(row) for row in rows]
         self._by_name = {entry.name: entry for entry in self._entries}
         self._metadata = dict(self._engine.metadata) or None
+        # A signed file is read and verified whole once, here; reads are served from that.
+        self._held = None
+        if network.get("signature") is not None:
+            self._held = self._load_all()
 
     # --- safetensors' methods --------------------------------------------------------------
     def keys(self) -> list:
@@ -89,6 +95,8 @@ class safe_open:  # noqa: N801 (safetensors' name)
     def get_tensor(self, name: str):
         """One tensor, read now."""
         entry = self._entry(name)
+        if self._held is not None:
+            return self._handed_out(self._held[name].clone())
         loaded = self._open_engine().load([entry.index], device=self._device, dtype=None, verify=self._verify,
                                           destinations=None, progress=None, contiguous=False,
                                           **_ring_for(entry.data_length))
@@ -97,15 +105,10 @@ class safe_open:  # noqa: N801 (safetensors' name)
 
     def get_tensors(self) -> dict:
         """Every tensor, in one engine load, by name."""
-        engine = self._open_engine()
-        if not self._entries:
-            return {}
-        loaded = engine.load([entry.index for entry in self._entries], device=self._device, dtype=None,
-                             verify=self._verify, destinations=None, slot_size=0, slot_count=0, threads=0,
-                             progress=None, contiguous=False)
-        self._bytes_read += loaded.bytes
-        return {entry.name: self._handed_out(to_torch(loaded, k, entry.dtype, entry.shape))
-                for k, entry in enumerate(self._entries)}
+        self._open_engine()
+        if self._held is not None:
+            return {name: self._handed_out(tensor.clone()) for name, tensor in self._held.items()}
+        return {name: self._handed_out(tensor) for name, tensor in self._load_all().items()}
 
     def get_slice(self, name: str) -> "SafeSlice":
         """A handle on one tensor: its shape and dtype, and [...] to read a part of it."""
@@ -146,12 +149,27 @@ class safe_open:  # noqa: N801 (safetensors' name)
             raise SafetensorError(f"File does not contain tensor {name}")
         return entry
 
+    def _load_all(self) -> dict:
+        """Every tensor as torch holds it, by name: one engine load."""
+        engine = self._open_engine()
+        if not self._entries:
+            return {}
+        loaded = engine.load([entry.index for entry in self._entries], device=self._device, dtype=None,
+                             verify=self._verify, destinations=None, slot_size=0, slot_count=0, threads=0,
+                             progress=None, contiguous=False)
+        self._bytes_read += loaded.bytes
+        return {entry.name: to_torch(loaded, k, entry.dtype, entry.shape) for k, entry in enumerate(self._entries)}
+
     def _handed_out(self, tensor):
         return tensor.numpy() if self._framework == "np" else tensor
 
     def _read_parts(self, parts) -> list:
         """parts: (entry, _Parsed); one load_slices for all of them."""
         engine = self._open_engine()
+        if self._held is not None:
+            return [self._handed_out(parsed.finish(self._held[entry.name][tuple(slice(a, b) for a, b in
+                                                                                  parsed.ranges)].clone()))
+                    for entry, parsed in parts]
         requests = [(entry, parsed.ranges) for entry, parsed in parts]
         tensors, bytes_read = load_slices(engine, self._entries, requests, self._device, self._verify)
         self._bytes_read += bytes_read

@@ -4,6 +4,13 @@
     ringload.verify_model(folder, sig, certificate_chain=["ca.pem"])
     ringload.sign_model(folder, "model.sig", private_key="key.pem")   # model_signing verify key accepts it
 
+Loads verify in their single read: load_file, safe_open, stream_tensors and TensorDeserializer
+take signature=, public_key= or certificate_chain=, and model_folder= (default: the file's own
+folder; a signature of one file needs none). The bundle, the signer and the statement are checked
+before any byte is read; then the load reads the whole file, hashes it beside its own work and
+raises HashMismatchError naming the file (and shard) before any tensor is handed out when it
+differs (open_engine, take_signature).
+
 verify_model raises SignatureError (the signature, the key, the certificate, an extra or a
 missing file), HashMismatchError (a changed file or shard) or another RingloadError, each naming
 the signature file and what is wrong; it returns what was checked (files, resources, bytes,
@@ -33,3 +40,37 @@ def sign_model(model, signature, *, private_key: str, ignore_paths: Iterable[str
     """Writes `signature` for `model` with an ECDSA private key (PEM), the key method."""
     return _ringload.sign_model(os.fspath(model), os.fspath(signature), os.fspath(private_key),
                                 ignore_paths=list(ignore_paths), ignore_git_paths=ignore_git_paths, threads=threads)
+
+
+# The words a load takes for a signed model (beside the engine's option table).
+SIGNATURE_OPTIONS = ("signature", "public_key", "certificate_chain", "model_folder", "ignore_paths",
+                     "ignore_git_paths")
+
+
+def take_signature(options: dict) -> Optional[dict]:
+    """Pops the signature words from a load's keyword arguments: None when no signature was given
+    (and none of the others, which would otherwise be ignored)."""
+    given = {name: options.pop(name) for name in SIGNATURE_OPTIONS if name in options}
+    if given.get("signature") is None:
+        stray = [name for name, value in given.items() if value not in (None, (), [])]
+        if stray:
+            raise ValueError(f"{', '.join(stray)} without signature=: give the model's signature file")
+        return None
+    return given
+
+
+def open_signed(uri: str, given: dict):
+    """(SignedModel, SignedFile) for a load of `uri` under a signature: the bundle, its signer
+    and its statement checked, the file one that the statement lists."""
+    path = _ringload.local_path(uri)
+    if path is None:
+        raise ValueError(f"{uri}: signatures are verified for local files so far, not for a remote source")
+    chain = given.get("certificate_chain") or ()
+    if isinstance(chain, (str, os.PathLike)):
+        chain = (chain,)
+    model = _ringload.open_signed_model(
+        os.fspath(given.get("model_folder") or ""), path, os.fspath(given["signature"]),
+        public_key=os.fspath(given["public_key"]) if given.get("public_key") else "",
+        certificate_chain=[os.fspath(c) for c in chain], ignore_paths=list(given.get("ignore_paths") or ()),
+        ignore_git_paths=given.get("ignore_git_paths", True))
+    return model, model.file(path)

@@ -98,6 +98,11 @@ void bind_serializer(nb::module_& m);
 void bind_stream(nb::module_& m);  // stream_binding.cpp
 void bind_facts(nb::module_& m);   // facts_binding.cpp
 void bind_signing(nb::module_& m); // signing_binding.cpp
+
+// A file of a signed model (SignedModel::file), as Python holds it.
+struct PySignedFile {
+    std::shared_ptr<const SignedFile> file;
+};
 // Keyword arguments that are rows of the option table (ringload/options.hpp), set on `open` and
 // `load` (facts_binding.cpp); a wrong name or value raises ValueError naming it.
 void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load);

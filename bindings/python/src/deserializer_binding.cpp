@@ -306,6 +306,7 @@ public:
         }
         LoadOptions options = engine_load_options(device, verify, dtype, slot_size, slot_count, threads);
         options.placement = placement_;
+        options.signed_file = signed_file_;
         options.contiguous = contiguous;
         // Asked by position (k_of_index is ascending): a load of a few tensors of a large index
         // costs what they cost (safe_open's get_tensor on a mixture of experts).
@@ -368,6 +369,7 @@ public:
             slices.push_back(std::move(request));
         }
         LoadOptions options = engine_load_options(device, verify, dtype, slot_size, slot_count, threads);
+        options.signed_file = signed_file_;
         auto loaded = std::make_shared<Loaded>();
         Result<LoadedModel> model = fail(errc::invalid_argument, "not loaded");
         {
@@ -393,6 +395,9 @@ public:
     }
     std::mutex& load_lock() { return mutex_; }
     Placement placement() const noexcept { return placement_; }
+    // A file of a signed model: every load of it reads and hashes the whole file (LoadOptions::signed_file).
+    const std::shared_ptr<const SignedFile>& signed_file() const noexcept { return signed_file_; }
+    void set_signed_file(const PySignedFile& file) { signed_file_ = file.file; }
     // A load running on another thread keeps its own reference: the file goes when it ends.
     void close() { inner_.reset(); }
     bool closed() const { return inner_ == nullptr; }
@@ -407,6 +412,7 @@ private:
 
     std::shared_ptr<Deserializer> inner_;
     Placement placement_ = Placement::automatic; // where every load of this file puts its tensors
+    std::shared_ptr<const SignedFile> signed_file_;
     NetworkOptions network_;                     // the open's, for a convert's remote target
     // One load at a time: the engine's deserializer is single-threaded. Taken with the GIL
     // released (a waiting thread must not hold the GIL the running load's progress needs).
@@ -518,6 +524,9 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
              nb::arg("memory_budget") = 1ULL << 30,
              "Writes the whole file to `target` in `format` (empty: by its extension), streamed within "
              "memory_budget bytes; key/passphrase encrypt a tensorizer target")
+        .def("set_signed_file", &PyDeserializer::set_signed_file, nb::arg("file"),
+             "Makes every load of this file read the whole file and check it against a signed model's "
+             "statement (SignedModel.file)")
         .def("close", &PyDeserializer::close)
         .def_prop_ro("closed", &PyDeserializer::closed)
         .def(
@@ -527,7 +536,8 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
                std::size_t threads, bool contiguous) {
                 auto& opened = nb::cast<PyDeserializer&>(self);
                 StreamRequest request{std::move(indices), device,  std::move(dtype),   verify,    slot_size,
-                                      slot_count,         threads, opened.placement(), contiguous};
+                                      slot_count,         threads, opened.placement(), contiguous,
+                                      opened.signed_file()};
                 return start_stream(self, opened.shared(), opened.load_lock(), std::move(request));
             },
             nb::arg("indices"), nb::arg("device") = "cpu", nb::arg("dtype").none() = nb::none(),

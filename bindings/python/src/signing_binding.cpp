@@ -47,9 +47,64 @@ nb::dict sign(const std::string& model, const std::string& signature, const std:
     return summary_dict(value_or_throw(std::move(written)));
 }
 
+// A model whose signature checked out (SignedModel), for the loads of its files.
+struct PySignedModel {
+    std::shared_ptr<const SignedModel> model;
+    std::size_t threads = 0;
+
+    PySignedFile file(const std::string& path) const { return {value_or_throw(model->file(path))}; }
+    void verify_file(const std::string& path) const {
+        Result<void> verified = fail(errc::invalid_argument, "not verified");
+        {
+            nb::gil_scoped_release released;
+            verified = model->verify_file(path);
+        }
+        value_or_throw(std::move(verified));
+    }
+    nb::dict verify_files(const std::vector<std::string>& except_paths) const {
+        Result<ModelSignatureSummary> verified = fail(errc::invalid_argument, "not verified");
+        {
+            nb::gil_scoped_release released;
+            verified = model->verify_files(except_paths, threads);
+        }
+        return summary_dict(value_or_throw(std::move(verified)));
+    }
+};
+
+PySignedModel open_signed(const std::string& model, const std::string& file, const std::string& signature,
+                          const std::string& public_key, const std::vector<std::string>& certificate_chain,
+                          const std::vector<std::string>& ignore_paths, bool ignore_git_paths, std::size_t threads) {
+    SignatureCheck check{signature, public_key, certificate_chain, ignore_paths, ignore_git_paths, threads};
+    Result<std::shared_ptr<const SignedModel>> opened = fail(errc::invalid_argument, "not opened");
+    {
+        nb::gil_scoped_release released;
+        opened = file.empty() ? SignedModel::open(model, check, true) : SignedModel::open_for_file(file, model, check);
+    }
+    return {value_or_throw(std::move(opened)), threads};
+}
+
 } // namespace
 
 void bind_signing(nb::module_& m) {
+    nb::class_<PySignedFile>(m, "SignedFile", "A file of a signed model: what its loads must hash to")
+        .def_prop_ro("path", [](const PySignedFile& self) { return self.file->path; })
+        .def_prop_ro("size", [](const PySignedFile& self) { return self.file->size_bytes; })
+        .def_prop_ro("shard_size", [](const PySignedFile& self) { return self.file->shard_bytes; });
+    nb::class_<PySignedModel>(m, "SignedModel",
+                              "A model whose signature (bundle, signer, statement, file list) checked out")
+        .def("file", &PySignedModel::file, nb::arg("path"), "What a load of `path` must hash to")
+        .def("verify_file", &PySignedModel::verify_file, nb::arg("path"), "Hashes one file of the model")
+        .def("verify_files", &PySignedModel::verify_files, nb::arg("except_paths"),
+             "Hashes every file of the folder but these: a summary dict")
+        .def("paths", [](const PySignedModel& self) { return self.model->paths(); })
+        .def_prop_ro("signer", [](const PySignedModel& self) { return self.model->signer(); })
+        .def_prop_ro("sharded", [](const PySignedModel& self) { return self.model->sharded(); });
+    m.def("open_signed_model", &open_signed, nb::arg("model"), nb::arg("file"), nb::arg("signature"),
+          nb::arg("public_key") = "", nb::arg("certificate_chain") = std::vector<std::string>{},
+          nb::arg("ignore_paths") = std::vector<std::string>{}, nb::arg("ignore_git_paths") = true,
+          nb::arg("threads") = 0,
+          "A signed model checked before any byte is read: `model` whole (file empty: its file list "
+          "against the statement), or for a load of `file` (`model` the folder, or empty: the file's own)");
     m.def("verify_model_signature", &verify, nb::arg("model"), nb::arg("signature"), nb::arg("public_key") = "",
           nb::arg("certificate_chain") = std::vector<std::string>{},
           nb::arg("ignore_paths") = std::vector<std::string>{}, nb::arg("ignore_git_paths") = true,

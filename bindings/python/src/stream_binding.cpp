@@ -155,6 +155,7 @@ private:
                                                   request_.slot_count, request_.threads);
         options.placement = request_.placement;
         options.contiguous = request_.contiguous;
+        options.signed_file = request_.signed_file;
         const Index& index = source_->index();
         options.filter = [this, &index](const TensorInfo& info) {
             return static_cast<bool>(wanted_[static_cast<std::size_t>(&info - index.tensors.data())]);

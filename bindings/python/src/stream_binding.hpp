@@ -7,6 +7,7 @@
 
 #include "binding.hpp"
 
+#include "ringload/model_signing.hpp"
 #include "ringload/ringload.hpp"
 
 #include <cstddef>
@@ -29,6 +30,7 @@ struct StreamRequest {
     std::size_t threads = 0;
     Placement placement = Placement::automatic;
     bool contiguous = true; // LoadOptions::contiguous
+    std::shared_ptr<const SignedFile> signed_file; // LoadOptions::signed_file
 };
 
 // Starts the load; `owner` (the Python Deserializer) stays referenced while the stream lives,

@@ -64,6 +64,11 @@ struct SignedFile {
     std::vector<std::string> digests; // raw SHA-256: the file's, or each shard's in file order
 };
 
+// Hashes the whole of `file` (its shards on `threads` threads; 0: one per core) and compares
+// it with the statement: what a load reports in place of a parse error, which a changed file
+// may cause before its hash is complete.
+Result<void> verify_signed_file(const SignedFile& file, std::size_t threads = 0);
+
 // A model whose signature checked out before any of its bytes were read: the bundle's
 // signature with the signer's key or certificates, its statement, and (for a whole folder)
 // the folder's file list against the statement's: an extra or missing file fails here. Then

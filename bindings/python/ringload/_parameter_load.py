@@ -63,7 +63,7 @@ def _mappable(source: str, kwargs: dict) -> bool:
     """A file the engine can leave in its pages: local, safetensors, unencrypted, unverified."""
     from ._opening import local_path, maps_by_name
     return (local_path(source) is not None and maps_by_name(source) and "encryption" not in kwargs
-            and not kwargs.get("verify_hash"))
+            and not kwargs.get("verify_hash") and kwargs.get("signature") is None)
 
 
 def _maps(source: str, kwargs: dict, map_files) -> bool:

@@ -74,3 +74,24 @@ def open_signed(uri: str, given: dict):
         certificate_chain=[os.fspath(c) for c in chain], ignore_paths=list(given.get("ignore_paths") or ()),
         ignore_git_paths=given.get("ignore_git_paths", True))
     return model, model.file(path)
+
+
+def open_model(sources, options: dict):
+    """The signed model a server loads `sources` (local weight files) of, checked whole (its
+    file list against the statement) before any weight is read; None without signature=.
+    Its verify_files(sources) hashes the folder's other files once the weights are in."""
+    given = take_signature(dict(options))
+    if given is None:
+        return None
+    paths = [_ringload.local_path(source) for source in sources]
+    if None in paths or not paths:
+        raise ValueError("signature: the weights must be local files to be verified (remote sources: not yet)")
+    folder = given.get("model_folder") or os.path.dirname(paths[0]) or "."
+    chain = given.get("certificate_chain") or ()
+    if isinstance(chain, (str, os.PathLike)):
+        chain = (chain,)
+    return _ringload.open_signed_model(
+        os.fspath(folder), "", os.fspath(given["signature"]),
+        public_key=os.fspath(given["public_key"]) if given.get("public_key") else "",
+        certificate_chain=[os.fspath(c) for c in chain], ignore_paths=list(given.get("ignore_paths") or ()),
+        ignore_git_paths=given.get("ignore_git_paths", True))

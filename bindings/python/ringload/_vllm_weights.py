@@ -79,6 +79,11 @@ OPTIONS = {
                         "when true, until checked on a device)"),
     "save_sharded_state": (_text, "a folder: after loading, each rank writes its parameters there in vLLM's "
                            "pre-sharded layout (python -m ringload.vllm_convert --sharded)"),
+    "signature": (_text, "the model's OpenSSF Model Signing signature file: every weight file is verified "
+                  "while it loads, the folder's other files after; a mismatch fails the start"),
+    "public_key": (_text, "the signer's PEM public key (with signature)"),
+    "certificate_chain": (_uris, "PEM certificates to trust for a certificate signature (a path or a list)"),
+    "model_folder": (_text, "the signed model's folder (default: the weight files' folder)"),
 }
 
 

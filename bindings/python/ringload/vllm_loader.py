@@ -38,6 +38,8 @@ import logging
 import os
 import time
 
+from ._opening import local_path as _ringload_local_path
+from ._signing import open_model
 from ._vllm_sharded import FILE_NAME as _SHARDED_FILE
 from ._vllm_sharded import check_complete, rank_files, state_dict_loader, write_rank
 from ._vllm_weights import LoaderOptions, check_sources, find_weight_files, parse_options, stream_weights
@@ -98,6 +100,7 @@ def _loader_class(base):
             check_sources(sources)
             device = _device_of(model)
             started = time.perf_counter()
+            signed = open_model(sources, self.options.stream_kwargs)  # None without a signature
             own = _own_sharded(sources)
             into = self.options.reads_into_parameters(device)
             if own and into:
@@ -113,6 +116,10 @@ def _loader_class(base):
             else:
                 group = _tensor_parallel_group(device) if self.options.read_once else None
                 loaded = self._streamed(model, sources, device, group)
+            if signed is not None:  # the weights were verified as they loaded; the configs now
+                checked = signed.verify_files([_ringload_local_path(source) for source in sources])
+                _vllm_logger.info("ringload: signature verified (%s); %d other files hashed", signed.signer,
+                                  checked["files"])
             if self.options.save_sharded_state is not None:
                 # The state after the load: mapped parameters have new storage.
                 path = write_rank(_state_of(model), self.options.save_sharded_state, _tensor_parallel_rank()[0])

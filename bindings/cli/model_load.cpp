@@ -88,8 +88,8 @@ Result<Loaded> load_model(const ModelLoad& load) {
     std::vector<std::string> files;
     if (!load.signature.signature.empty()) {
         const SignatureCheck check = load.signature.check(load.options.worker_threads);
-        RL_TRY(opened, folder ? SignedModel::open(load.model, check, true)
-                              : SignedModel::open_for_file(load.model, "", check));
+        RL_TRY(opened,
+               folder ? SignedModel::open(load.model, check, true) : SignedModel::open_for_file(load.model, "", check));
         signed_model = std::move(opened);
         for (const std::string& path : signed_model->paths()) {
             if (is_weight_file(path)) {
@@ -139,9 +139,8 @@ void print_loaded(const Loaded& loaded, bool json) {
                 {{"path", file.path}, {"tensors", file.tensors}, {"bytes", file.bytes}, {"seconds", file.seconds}});
         }
         if (!loaded.signer.empty()) {
-            out["signature"] = {{"signer", loaded.signer},
-                                {"other_files", loaded.others.files},
-                                {"other_bytes", loaded.others.bytes}};
+            out["signature"] = {
+                {"signer", loaded.signer}, {"other_files", loaded.others.files}, {"other_bytes", loaded.others.bytes}};
         }
         std::cout << dump_json(out) << "\n";
         return;

@@ -420,7 +420,8 @@ Result<LoadedModel> Deserializer::Impl::load(const LoadOptions& options) {
     RL_TRY_VOID(check_listed_tensors(index, options.tensors, uri));
     const LoadLayout layout = plan_load(index, options);
     WorkerPool pool(options.worker_threads);
-    RL_TRY(model, options.signed_file ? load_signed(options, layout, pool, ordinal) : load_on(options, layout, pool, ordinal));
+    RL_TRY(model,
+           options.signed_file ? load_signed(options, layout, pool, ordinal) : load_on(options, layout, pool, ordinal));
     model.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (options.compute_sha256 && ordinal == gpu::cpu_ordinal) {
         pool.parallel_for(model.tensors.size(),

@@ -195,8 +195,8 @@ struct SignedModel::State {
         const fs::path relative =
             fs::weakly_canonical(path, error).lexically_relative(fs::weakly_canonical(model, error));
         if (error || relative.empty() || *relative.begin() == ".." || relative == ".") {
-            return fail(errc::signature_invalid, check.signature_file + ": " + path + " is not a file of the model " +
-                                                     model + " it signs");
+            return fail(errc::signature_invalid,
+                        check.signature_file + ": " + path + " is not a file of the model " + model + " it signs");
         }
         return relative.generic_string();
     }
@@ -232,7 +232,8 @@ Result<std::shared_ptr<const SignedModel>> SignedModel::open(const std::string& 
     return State::open(std::move(state), whole_folder);
 }
 
-Result<std::shared_ptr<const SignedModel>> SignedModel::open_for_file(const std::string& file, const std::string& folder,
+Result<std::shared_ptr<const SignedModel>> SignedModel::open_for_file(const std::string& file,
+                                                                      const std::string& folder,
                                                                       const SignatureCheck& check) {
     auto state = std::make_unique<State>();
     state->check = check;
@@ -301,8 +302,8 @@ Result<void> verify_signed_file(const SignedFile& file, std::size_t threads) {
     RL_TRY(digests, hash_ranges(ranges, threads));
     for (std::size_t k = 0; k < digests.size(); ++k) {
         if (digests[k] != file.digests.at(k)) {
-            return fail(errc::hash_mismatch,
-                        file.signature_file + ": " + file.path + " does not match its signed SHA-256 (the file changed)");
+            return fail(errc::hash_mismatch, file.signature_file + ": " + file.path +
+                                                 " does not match its signed SHA-256 (the file changed)");
         }
     }
     return {};

@@ -31,14 +31,15 @@ Result<std::unique_ptr<SignedFileCheck>> SignedFileCheck::create(ChunkHandler& i
     if (source_bytes != file.size_bytes) {
         return fail(errc::hash_mismatch, file.signature_file + ": " + file.path + " has " +
                                              std::to_string(source_bytes) + " bytes, not the " +
-                                             std::to_string(file.size_bytes) + " it had when checked (the file changed)");
+                                             std::to_string(file.size_bytes) +
+                                             " it had when checked (the file changed)");
     }
-    const std::size_t expected = file.shard_bytes == 0
-                                     ? 1
-                                     : static_cast<std::size_t>((file.size_bytes + file.shard_bytes - 1) / file.shard_bytes);
+    const std::size_t expected =
+        file.shard_bytes == 0 ? 1
+                              : static_cast<std::size_t>((file.size_bytes + file.shard_bytes - 1) / file.shard_bytes);
     if (file.digests.size() != expected) {
-        return fail(errc::invalid_argument, file.path + ": " + std::to_string(file.digests.size()) + " signed digests for " +
-                                        std::to_string(expected) + " shards");
+        return fail(errc::invalid_argument, file.path + ": " + std::to_string(file.digests.size()) +
+                                                " signed digests for " + std::to_string(expected) + " shards");
     }
     return std::make_unique<SignedFileCheck>(inner, inner_plan, file);
 }
@@ -49,9 +50,8 @@ Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
         return *failure_;
     }
     const std::span<const std::byte> bytes = chunk->bytes();
-    sequencer_.submit(chunk->source_offset_bytes(), bytes.size(), [this, chunk] {
-        hash_in_order(chunk->bytes(), chunk->source_offset_bytes());
-    });
+    sequencer_.submit(chunk->source_offset_bytes(), bytes.size(),
+                      [this, chunk] { hash_in_order(chunk->bytes(), chunk->source_offset_bytes()); });
     return pass_wanted_parts(chunk);
 }
 
@@ -82,7 +82,8 @@ void SignedFileCheck::hash_in_order(std::span<const std::byte> bytes, std::uint6
     const std::uint64_t shard_bytes = file_.shard_bytes == 0 ? file_.size_bytes : file_.shard_bytes;
     do {
         const std::uint64_t shard_end = std::min(file_.size_bytes, (shard_ + 1) * shard_bytes);
-        const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), shard_end - offset_bytes));
+        const std::size_t take =
+            static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), shard_end - offset_bytes));
         sha_.update(bytes.first(take));
         bytes = bytes.subspan(take);
         offset_bytes += take;

@@ -413,7 +413,7 @@ private:
     std::shared_ptr<Deserializer> inner_;
     Placement placement_ = Placement::automatic; // where every load of this file puts its tensors
     std::shared_ptr<const SignedFile> signed_file_;
-    NetworkOptions network_;                     // the open's, for a convert's remote target
+    NetworkOptions network_; // the open's, for a convert's remote target
     // One load at a time: the engine's deserializer is single-threaded. Taken with the GIL
     // released (a waiting thread must not hold the GIL the running load's progress needs).
     std::mutex mutex_;
@@ -535,9 +535,9 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
                std::optional<std::string> dtype, bool verify, std::size_t slot_size, std::uint32_t slot_count,
                std::size_t threads, bool contiguous) {
                 auto& opened = nb::cast<PyDeserializer&>(self);
-                StreamRequest request{std::move(indices), device,  std::move(dtype),   verify,    slot_size,
-                                      slot_count,         threads, opened.placement(), contiguous,
-                                      opened.signed_file()};
+                StreamRequest request{
+                    std::move(indices), device,  std::move(dtype),   verify,     slot_size,
+                    slot_count,         threads, opened.placement(), contiguous, opened.signed_file()};
                 return start_stream(self, opened.shared(), opened.load_lock(), std::move(request));
             },
             nb::arg("indices"), nb::arg("device") = "cpu", nb::arg("dtype").none() = nb::none(),

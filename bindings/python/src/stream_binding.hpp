@@ -29,7 +29,7 @@ struct StreamRequest {
     std::uint32_t slot_count = 0;
     std::size_t threads = 0;
     Placement placement = Placement::automatic;
-    bool contiguous = true; // LoadOptions::contiguous
+    bool contiguous = true;                        // LoadOptions::contiguous
     std::shared_ptr<const SignedFile> signed_file; // LoadOptions::signed_file
 };
 

@@ -87,8 +87,7 @@ public:
                                                            bool whole_folder);
     // The model for a load of `file`: the file itself when the statement signs one file,
     // else `folder`, or, when that is empty, the file's own folder.
-    static Result<std::shared_ptr<const SignedModel>> open_for_file(const std::string& file,
-                                                                    const std::string& folder,
+    static Result<std::shared_ptr<const SignedModel>> open_for_file(const std::string& file, const std::string& folder,
                                                                     const SignatureCheck& check);
     ~SignedModel();
 
@@ -99,8 +98,7 @@ public:
     // reports in place of a parse error, which a changed file may cause before its hash does.
     Result<void> verify_file(const std::string& path) const;
     // Hashes every file of the folder listing but `except_paths` on every core; each must match.
-    Result<ModelSignatureSummary> verify_files(const std::vector<std::string>& except_paths,
-                                               std::size_t threads) const;
+    Result<ModelSignatureSummary> verify_files(const std::vector<std::string>& except_paths, std::size_t threads) const;
     // The folder's files, as paths to open, in the statement's order (opened whole; else none).
     std::vector<std::string> paths() const;
     const std::string& signer() const noexcept;

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""bench/signed_load.py: a signed model loaded from a cold page cache (issue #40), in one run:
+
+    ringload load DIR --signature S --public-key P           the weights verified in their own read
+    model_signing verify key DIR ... ; safetensors load_file  what a careful user runs today
+    ringload load DIR                                         unverified, the same files
+
+and the two limits of a verified load: the disk (fio, O_DIRECT) and the cores' SHA-256 (hashlib
+on one core times the cores). Every timed step starts from a dropped page cache (root).
+
+    sudo .venv/bin/python bench/signed_load.py [--dir D] [--gb 3.6] [--shards 4] [--runs 3]
+
+The model is made once (random float16 tensors of 64 MiB in safetensors shards) and signed with
+`ringload sign` (a P-256 key), which `model_signing verify key` accepts (tests/bindings/
+model_signing_test.py). Needs build/release (or --ringload), .venv-signing and fio.
+"""
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from page_cache import prepare_page_cache  # noqa: E402
+
+SAFETENSORS_LOAD = ("import sys, safetensors.torch\n"
+                    "for path in sys.argv[1:]:\n"
+                    "    safetensors.torch.load_file(path)\n")
+
+
+def make_model(folder: str, total_gb: float, shards: int, ringload: str) -> None:
+    import torch
+    from safetensors.torch import save_file
+    os.makedirs(folder, exist_ok=True)
+    per_shard = int(total_gb * 1e9 / shards)
+    tensor_bytes = 64 << 20
+    for shard in range(shards):
+        tensors = {f"layers.{shard}.{k}.weight": torch.randn(tensor_bytes // 2 // 4096, 4096).half()
+                   for k in range(per_shard // tensor_bytes)}
+        save_file(tensors, os.path.join(folder, f"model-{shard + 1:05d}-of-{shards:05d}.safetensors"))
+    with open(os.path.join(folder, "config.json"), "w") as file:
+        json.dump({"model_type": "bench"}, file)
+    keys = folder + "-keys"
+    os.makedirs(keys, exist_ok=True)
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", keys + "/ec.pem"],
+                   check=True)
+    subprocess.run(["openssl", "pkcs8", "-topk8", "-nocrypt", "-in", keys + "/ec.pem", "-out", keys + "/key.pem"],
+                   check=True)
+    subprocess.run(["openssl", "ec", "-in", keys + "/ec.pem", "-pubout", "-out", keys + "/pub.pem"], check=True,
+                   capture_output=True)
+    subprocess.run([ringload, "sign", folder, "--sign-key", keys + "/key.pem", "--signature", folder + ".sig"],
+                   check=True)
+
+
+def timed(*command) -> float:
+    started = time.perf_counter()
+    out = subprocess.run(list(command), capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {out.stderr}")
+    return seconds
+
+
+def cold(files) -> None:
+    prepare_page_cache(files[0], "cold")
+
+
+def fio_gb_per_s(path: str) -> float:
+    out = subprocess.run(["fio", "--name=r", f"--filename={path}", "--rw=read", "--bs=4M", "--iodepth=16",
+                          "--ioengine=io_uring", "--direct=1", "--output-format=json"],
+                         capture_output=True, text=True, check=True)
+    job = json.loads(out.stdout)["jobs"][0]["read"]
+    return job["io_bytes"] / (job["runtime"] / 1000) / 1e9
+
+
+def sha256_gb_per_s() -> float:
+    block = os.urandom(64 << 20)
+    started = time.perf_counter()
+    for _ in range(8):
+        hashlib.sha256(block).digest()
+    return 8 * len(block) / (time.perf_counter() - started) / 1e9
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", default="/var/tmp/ringload-signed-bench/model")
+    parser.add_argument("--gb", type=float, default=3.6)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--ringload", default=os.path.join(ROOT, "build/release/bindings/cli/ringload"))
+    args = parser.parse_args()
+    folder = args.dir
+    if not os.path.isdir(folder):
+        make_model(folder, args.gb, args.shards, args.ringload)
+    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".safetensors"))
+    total = sum(os.path.getsize(f) for f in files)
+    signature, public_key = folder + ".sig", folder + "-keys/pub.pem"
+    model_signing = os.path.join(ROOT, ".venv-signing/bin/model_signing")
+    python = os.path.join(ROOT, ".venv/bin/python")
+    times = {"verified": [], "model_signing+safetensors": [], "model_signing": [], "unverified": []}
+    for run in range(args.runs):
+        cold(files)
+        times["verified"].append(timed(args.ringload, "load", folder, "--signature", signature, "--public-key",
+                                       public_key))
+        cold(files)
+        verify = timed(model_signing, "verify", "key", folder, "--signature", signature, "--public_key", public_key)
+        load = timed(python, "-c", SAFETENSORS_LOAD, *files)
+        times["model_signing"].append(verify)
+        times["model_signing+safetensors"].append(verify + load)
+        cold(files)
+        times["unverified"].append(timed(args.ringload, "load", folder))
+        print(f"run {run + 1}: " + ", ".join(f"{name} {values[-1]:.2f} s" for name, values in times.items()),
+              flush=True)
+    cold(files)
+    disk = fio_gb_per_s(files[0])
+    sha = sha256_gb_per_s()
+    cores = len(os.sched_getaffinity(0))
+    median = {name: statistics.median(values) for name, values in times.items()}
+    verified_rate = total / median["verified"] / 1e9
+    limit = min(disk, cores * sha)
+    print(f"\n{len(files)} shards, {total / 1e9:.2f} GB, cold page cache, medians of {args.runs} runs:")
+    for name, values in times.items():
+        print(f"  {name:28s} {median[name]:6.2f} s  [{min(values):.2f}-{max(values):.2f}]  "
+              f"{total / median[name] / 1e9:.2f} GB/s")
+    print(f"  disk (fio O_DIRECT, one shard)   {disk:.2f} GB/s; SHA-256 {sha:.2f} GB/s per core x {cores} cores")
+    print(f"verified load vs model_signing verify + safetensors load: "
+          f"{median['model_signing+safetensors'] / median['verified']:.2f}x faster")
+    print(f"verified load vs unverified: {median['unverified'] / median['verified']:.2f} of its speed")
+    print(f"verified throughput {verified_rate:.2f} GB/s = {verified_rate / limit:.2f} of the limit "
+          f"min(disk {disk:.2f}, cores x SHA-256 {cores * sha:.2f}) = {'disk' if disk <= cores * sha else 'SHA-256'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

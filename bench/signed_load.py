@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -56,10 +57,16 @@ def make_model(folder: str, total_gb: float, shards: int, ringload: str) -> None
                    check=True)
 
 
+CPU_SECONDS = {}  # the last timed command's user + sys seconds, by its first word
+
+
 def timed(*command) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     out = subprocess.run(list(command), capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS[command] = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {out.stderr}")
     return seconds
@@ -69,10 +76,15 @@ def cold(files) -> None:
     prepare_page_cache(files[0], "cold")
 
 
-def fio_gb_per_s(path: str) -> float:
-    out = subprocess.run(["fio", "--name=r", f"--filename={path}", "--rw=read", "--bs=4M", "--iodepth=16",
-                          "--ioengine=io_uring", "--direct=1", "--output-format=json"],
-                         capture_output=True, text=True, check=True)
+def fio_gb_per_s(paths) -> float:
+    """fio's O_DIRECT read of every shard (4 MiB reads, 32 in flight, the files in turn): as much
+    in flight as two of ringload's loads side by side; in huge-page registered buffers, without
+    which fio reads this VM's disk at half speed (bench/common.sh)."""
+    out = subprocess.run(["fio", "--name=r", "--filename=" + ":".join(p.replace(":", "\\:") for p in paths),
+                          "--rw=read", "--bs=4M", "--iodepth=32", "--ioengine=io_uring", "--direct=1",
+                          "--output-format=json", "--fixedbufs", "--iomem_align=2M"],
+                         capture_output=True, text=True, check=True,
+                         env=dict(os.environ, GLIBC_TUNABLES="glibc.malloc.hugetlb=1"))  # as bench/common.sh
     job = json.loads(out.stdout)["jobs"][0]["read"]
     return job["io_bytes"] / (job["runtime"] / 1000) / 1e9
 
@@ -102,10 +114,12 @@ def main() -> int:
     model_signing = os.path.join(ROOT, ".venv-signing/bin/model_signing")
     python = os.path.join(ROOT, ".venv/bin/python")
     times = {"verified": [], "model_signing+safetensors": [], "model_signing": [], "unverified": []}
+    cpu = {"verified": [], "unverified": []}
     for run in range(args.runs):
         cold(files)
-        times["verified"].append(timed(args.ringload, "load", folder, "--signature", signature, "--public-key",
-                                       public_key))
+        verified = (args.ringload, "load", folder, "--signature", signature, "--public-key", public_key)
+        times["verified"].append(timed(*verified))
+        cpu["verified"].append(CPU_SECONDS[verified])
         cold(files)
         verify = timed(model_signing, "verify", "key", folder, "--signature", signature, "--public_key", public_key)
         load = timed(python, "-c", SAFETENSORS_LOAD, *files)
@@ -113,10 +127,11 @@ def main() -> int:
         times["model_signing+safetensors"].append(verify + load)
         cold(files)
         times["unverified"].append(timed(args.ringload, "load", folder))
+        cpu["unverified"].append(CPU_SECONDS[(args.ringload, "load", folder)])
         print(f"run {run + 1}: " + ", ".join(f"{name} {values[-1]:.2f} s" for name, values in times.items()),
               flush=True)
     cold(files)
-    disk = fio_gb_per_s(files[0])
+    disk = fio_gb_per_s(files)
     sha = sha256_gb_per_s()
     cores = len(os.sched_getaffinity(0))
     median = {name: statistics.median(values) for name, values in times.items()}
@@ -126,7 +141,11 @@ def main() -> int:
     for name, values in times.items():
         print(f"  {name:28s} {median[name]:6.2f} s  [{min(values):.2f}-{max(values):.2f}]  "
               f"{total / median[name] / 1e9:.2f} GB/s")
-    print(f"  disk (fio O_DIRECT, one shard)   {disk:.2f} GB/s; SHA-256 {sha:.2f} GB/s per core x {cores} cores")
+    print(f"  disk (fio O_DIRECT, every shard) {disk:.2f} GB/s; SHA-256 {sha:.2f} GB/s per core x {cores} cores")
+    for name, values in cpu.items():
+        used = statistics.median(values)
+        print(f"  {name} load's CPU: {used:.2f} s (user + sys), {used / cores:.2f} s of wall time on {cores} cores "
+              f"at best: {median[name] * cores / used:.2f}x that")
     print(f"verified load vs model_signing verify + safetensors load: "
           f"{median['model_signing+safetensors'] / median['verified']:.2f}x faster")
     print(f"verified load vs unverified: {median['unverified'] / median['verified']:.2f} of its speed")

@@ -15,7 +15,6 @@
 #include "progress_bar.hpp"
 #include "ringload/io/url.hpp"
 
-#include "ringload/model_signing.hpp"
 #include "ringload/ringload.hpp"
 
 #include <cstdio>
@@ -38,20 +37,6 @@ struct ConvertArgs {
     std::string sign_key;  // sign OUT (OpenSSF Model Signing, the key method)
     std::string signature; // where; default OUT.sig
 };
-
-// --sign-key: OUT signed once written (re-read from the page cache; a local OUT only).
-int sign_output(const ConvertArgs& args) {
-    SignatureWrite write;
-    write.private_key_file = args.sign_key;
-    write.signature_file = args.signature.empty() ? args.output + ".sig" : args.signature;
-    auto signed_model = sign_model(args.output, write);
-    if (!signed_model) {
-        return report_error(signed_model.error().message());
-    }
-    std::printf("signed %s: %s (%s)\n", args.output.c_str(), write.signature_file.c_str(),
-                signed_model->signer.c_str());
-    return 0;
-}
 
 // The names --to accepts: every registered format's.
 std::vector<std::string> format_names() {
@@ -86,6 +71,8 @@ int run_convert(const ConvertArgs& args) {
         return report_error(applied.error().message());
     }
     options.network = std::move(open.network);
+    options.sign_key_file = args.sign_key;
+    options.signature_file = args.signature;
     ProgressBar bar;
     if (bar.enabled()) {
         options.progress = [&bar](const Progress& progress) { bar.update(progress); };
@@ -109,7 +96,11 @@ int run_convert(const ConvertArgs& args) {
                 converted->format.c_str(), version.c_str(), encrypted ? ", encrypted" : "",
                 static_cast<unsigned long long>(written.file_bytes), written.seconds,
                 gigabytes_per_second(written.file_bytes, written.seconds), written.how.c_str());
-    return args.sign_key.empty() ? 0 : sign_output(args);
+    if (!written.signature_file.empty()) {
+        std::printf("signed %s: %s (SHA-256 %s)\n", args.output.c_str(), written.signature_file.c_str(),
+                    written.sha256_hex.c_str());
+    }
+    return 0;
 }
 
 } // namespace
@@ -133,8 +124,8 @@ Run add_convert_command(CLI::App& app) {
         ->transform(CLI::AsSizeValue(false));
     add_network_options(*command, args->network);
     command->add_option("--sign-key", args->sign_key,
-                        "Sign OUT once written with this PEM ECDSA private key (OpenSSF Model Signing; "
-                        "model_signing verify key accepts it)");
+                        "Sign OUT with this PEM ECDSA private key (OpenSSF Model Signing, from the SHA-256 "
+                        "computed while writing; model_signing verify key accepts it)");
     command->add_option("--signature", args->signature, "With --sign-key: where the signature goes (default OUT.sig)");
     return [args] { return run_convert(*args); };
 }

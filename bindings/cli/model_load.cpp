@@ -8,10 +8,13 @@
 #include "ringload/model_signing.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <thread>
 
 namespace ringload::cli {
 namespace {
@@ -80,6 +83,52 @@ Result<FileLoaded> load_one(const ModelLoad& load, const std::string& path, cons
     return FileLoaded{path, loaded.tensors.size(), loaded.bytes, loaded.seconds, loaded.how};
 }
 
+// The files, as many at once as there are cores: a file's SHA-256 is one sequence of bytes, so
+// a signed load hashes one file per core. The first failure cancels the others.
+Result<std::vector<FileLoaded>> load_files(const ModelLoad& load, const std::vector<std::string>& files,
+                                           const SignedModel* signed_model) {
+    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t parallel = std::min(files.size(), cores);
+    std::vector<std::optional<Result<FileLoaded>>> results(files.size());
+    std::atomic<std::size_t> next{0};
+    CancelToken stop;
+    ModelLoad each = load;
+    each.options.cancel = &stop;
+    each.options.progress = nullptr; // one bar cannot show loads side by side
+    auto work = [&] {
+        for (std::size_t k = next++; k < files.size(); k = next++) {
+            results[k] = load_one(each, files[k], signed_model);
+            if (!*results[k]) {
+                stop.cancel();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < parallel; ++t) {
+        threads.emplace_back(work);
+    }
+    work();
+    for (std::thread& thread : threads) {
+        thread.join();
+    }
+    std::vector<FileLoaded> loaded;
+    std::optional<Error> cancelled; // a load stopped because another failed: report that one
+    for (auto& result : results) {
+        if (result && !*result && result->error().code != errc::cancelled) {
+            return std::move(*result).error();
+        }
+        if (result && !*result) {
+            cancelled = result->error();
+        } else if (result) {
+            loaded.push_back(std::move(**result));
+        }
+    }
+    if (cancelled) {
+        return *cancelled;
+    }
+    return loaded;
+}
+
 Result<Loaded> load_model(const ModelLoad& load) {
     const auto started = std::chrono::steady_clock::now();
     std::error_code error;
@@ -106,11 +155,9 @@ Result<Loaded> load_model(const ModelLoad& load) {
     if (files.empty()) {
         return fail(errc::not_found, load.model + ": no weight file in it (" + format_names_text() + ")");
     }
+    RL_TRY(each, load_files(load, files, signed_model.get()));
     Loaded loaded;
-    for (const std::string& path : files) {
-        RL_TRY(one, load_one(load, path, signed_model.get()));
-        loaded.files.push_back(std::move(one));
-    }
+    loaded.files = std::move(each);
     if (signed_model && folder) {
         RL_TRY(others, signed_model->verify_files(files, load.options.worker_threads));
         loaded.others = others;

@@ -26,6 +26,8 @@ Result<WriteSummary> write_streamed(const Format& format, std::string_view targe
     write.feed = &feed;
     write.encryption = options.encryption;
     write.network = options.network;
+    write.sign_key_file = options.sign_key_file;
+    write.signature_file = options.signature_file;
     SafetensorsWriteOptions layout;
     layout.metadata = index.metadata; // a safetensors source's __metadata__ goes along (to safetensors)
     return write_format(format, target, feed.tensors(), write, layout);

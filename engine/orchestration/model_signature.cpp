@@ -11,7 +11,12 @@
 #include "formats/model_signing/trust.hpp"
 #include "model_folder.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -373,10 +378,63 @@ Result<ModelSignatureSummary> verify_model_signature(const std::string& folder, 
     return summary;
 }
 
+namespace {
+
+Result<EcKey> signing_key(const std::string& private_key_file) {
+    RL_TRY(pem, read_small_file(private_key_file, "private key"));
+    return EcKey::private_from_pem(pem, private_key_file);
+}
+
+// `text` at `path`, whole or not at all: a temporary file, flushed to the disk, renamed.
+Result<void> write_durably(const std::string& path, const std::string& text) {
+    const std::string temporary = path + ".ringload-tmp";
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return fail(errc::io_error, path + ": cannot write the signature: " + std::strerror(errno));
+    }
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+        if (wrote <= 0) {
+            break;
+        }
+        done += static_cast<std::size_t>(wrote);
+    }
+    const bool durable = done == text.size() && ::fsync(fd) == 0;
+    ::close(fd);
+    std::error_code error;
+    if (durable) {
+        fs::rename(temporary, path, error);
+    }
+    if (!durable || error) {
+        fs::remove(temporary, error);
+        return fail(errc::io_error, path + ": cannot write the signature");
+    }
+    return {};
+}
+
+// The key method's bundle of `statement`, its subject named `model_name`, at write.signature_file.
+Result<void> write_signature(const std::string& model_name, const SignedStatement& statement, const EcKey& key,
+                             const SignatureWrite& write) {
+    SignatureBundle bundle;
+    bundle.payload = write_statement(model_name, statement);
+    bundle.public_key_hint = sha256_hex(key.public_pem());
+    RL_TRY(signature, key.sign(dsse_pae(bundle.payload)));
+    bundle.signature = std::move(signature);
+    return write_durably(write.signature_file, write_key_bundle(bundle));
+}
+
+} // namespace
+
+Result<void> check_signing_key(const std::string& private_key_file) {
+    RL_TRY(key, signing_key(private_key_file));
+    (void)key;
+    return {};
+}
+
 Result<ModelSignatureSummary> sign_model(const std::string& folder, const SignatureWrite& write) {
     const auto started = std::chrono::steady_clock::now();
-    RL_TRY(pem, read_small_file(write.private_key_file, "private key"));
-    RL_TRY(key, EcKey::private_from_pem(pem, write.private_key_file));
+    RL_TRY(key, signing_key(write.private_key_file));
     const std::vector<std::string> ignored =
         ignored_paths(folder, write.signature_file, write.ignore_paths, write.ignore_git_paths);
     RL_TRY(files, list_model_files(folder, ignored));
@@ -387,33 +445,29 @@ Result<ModelSignatureSummary> sign_model(const std::string& folder, const Signat
     for (std::size_t k = 0; k < found.names.size(); ++k) {
         statement.resources.push_back({found.names[k], digests[k]});
     }
-    SignatureBundle bundle;
-    bundle.payload = write_statement(fs::path(folder).lexically_normal().filename().string(), statement);
-    bundle.public_key_hint = sha256_hex(key.public_pem());
-    RL_TRY(signature, key.sign(dsse_pae(bundle.payload)));
-    bundle.signature = std::move(signature);
-    const std::string temporary = write.signature_file + ".ringload-tmp";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        out << write_key_bundle(bundle);
-        if (!out.flush()) {
-            std::error_code ignored_error;
-            fs::remove(temporary, ignored_error);
-            return fail(errc::io_error, write.signature_file + ": cannot write the signature");
-        }
-    }
-    std::error_code error;
-    fs::rename(temporary, write.signature_file, error);
-    if (error) {
-        fs::remove(temporary, error);
-        return fail(errc::io_error, write.signature_file + ": cannot write the signature: " + error.message());
-    }
+    RL_TRY_VOID(write_signature(fs::path(folder).lexically_normal().filename().string(), statement, key, write));
     ModelSignatureSummary summary;
     summary.files = files.size();
     summary.resources = found.ranges.size();
     for (const FolderFile& file : files) {
         summary.bytes += file.size_bytes;
     }
+    summary.signer = "ECDSA " + key.curve() + " key " + write.private_key_file;
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return summary;
+}
+
+Result<ModelSignatureSummary> sign_file_digest(const std::string& file, std::string_view sha256,
+                                               std::uint64_t size_bytes, const SignatureWrite& write) {
+    const auto started = std::chrono::steady_clock::now();
+    RL_TRY(key, signing_key(write.private_key_file));
+    SignedStatement statement;
+    statement.resources.push_back({".", std::string(sha256)});
+    RL_TRY_VOID(write_signature(fs::path(file).lexically_normal().filename().string(), statement, key, write));
+    ModelSignatureSummary summary;
+    summary.files = 1;
+    summary.resources = 1;
+    summary.bytes = size_bytes;
     summary.signer = "ECDSA " + key.curve() + " key " + write.private_key_file;
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return summary;

@@ -9,17 +9,22 @@
 #include "formats/torch/format.hpp"
 #include "gpu/cuda_link.hpp"
 #include "gpu/device_memory.hpp"
+#include "model_folder.hpp"
 #include "remote_publish.hpp"
+#include "ringload/engine/hashes.hpp"
 #include "ringload/engine/write_executor.hpp"
 #include "ringload/io/file_sink.hpp"
 #include "ringload/io/source_registry.hpp"
+#include "ringload/model_signing.hpp"
 #include "run_on_loop.hpp"
 #include "secret_material.hpp"
+#include "written_digest.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace ringload {
 namespace {
@@ -46,12 +51,14 @@ struct RunSettings {
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
     WriteFeed* feed = nullptr;
+    std::string sign_key_file;
+    std::string signature_file;
 };
 
 template <class Options>
 RunSettings run_settings(const Options& options) {
-    return {options.slot_count, options.slot_size_bytes, options.worker_threads,
-            options.progress,   options.cancel,          options.feed};
+    return {options.slot_count, options.slot_size_bytes, options.worker_threads, options.progress, options.cancel,
+            options.feed,       options.sign_key_file,   options.signature_file};
 }
 
 // The link to the device that holds some of the tensors (one device per write), or null.
@@ -70,7 +77,7 @@ Result<std::unique_ptr<DeviceLink>> device_link_for(std::span<const TensorToWrit
 // file until commit), writes the pages the format finished afterwards, and puts the file in
 // place. Says how it was written.
 Result<std::string> run_write_to_file(const std::string& path, FormatWriteGraph& graph, const RunSettings& settings,
-                                      std::size_t tensor_count, bool on_device) {
+                                      std::size_t tensor_count, bool on_device, WrittenDigest* digest) {
     const WritePlan& plan = graph.plan();
     // Declared in this order so that the ring and the sink go before the loop they use.
     asio::io_context loop{1};
@@ -90,7 +97,8 @@ Result<std::string> run_write_to_file(const std::string& path, FormatWriteGraph&
     controls.cancel = settings.cancel;
     controls.progress = settings.progress;
     controls.progress_tensors_total = tensor_count;
-    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, graph, controls, settings.feed)));
+    PieceProducer& producer = digest != nullptr ? static_cast<PieceProducer&>(*digest) : graph;
+    RL_TRY(stats, run_on_loop(loop, run_write_plan(*sink, *ring, pool, plan, producer, controls, settings.feed)));
     (void)stats;
     // A cancel that came after the last window still stops the file from appearing.
     if (settings.cancel != nullptr && settings.cancel->cancelled()) {
@@ -103,9 +111,36 @@ Result<std::string> run_write_to_file(const std::string& path, FormatWriteGraph&
     }
     if (!pages.empty()) {
         RL_TRY_VOID(run_on_loop(loop, sink->write_pages(pages)));
+        if (digest != nullptr) {
+            digest->invalidate();
+        }
     }
     RL_TRY_VOID(sink->commit(plan.length_bytes));
     return sink->describe();
+}
+
+// The signature of the file just written at `path`, from the digest of its write (or, where the
+// format patched pages after the run, of its pages, now in the page cache).
+Result<void> sign_written(const std::string& path, WrittenDigest& digest, const RunSettings& settings,
+                          WriteSummary& summary) {
+    std::string sha;
+    if (const std::optional<Sha256Digest> written = digest.digest(summary.file_bytes)) {
+        sha.assign(reinterpret_cast<const char*>(written->data()), written->size());
+        summary.how += ", SHA-256 hashed while writing";
+    } else {
+        const FolderFile file{".", path, summary.file_bytes};
+        RL_TRY(hashed, hash_ranges({{&file, 0, summary.file_bytes}}, settings.worker_threads));
+        sha = hashed.front();
+        summary.how += ", SHA-256 hashed from the written pages (the format patched them after the data)";
+    }
+    SignatureWrite write;
+    write.private_key_file = settings.sign_key_file;
+    write.signature_file = settings.signature_file.empty() ? path + ".sig" : settings.signature_file;
+    RL_TRY(signed_file, sign_file_digest(path, sha, summary.file_bytes, write));
+    (void)signed_file;
+    summary.signature_file = write.signature_file;
+    summary.sha256_hex = to_hex({reinterpret_cast<const std::uint8_t*>(sha.data()), sha.size()});
+    return {};
 }
 
 // One write of `format` into a new local file at `path`.
@@ -119,13 +154,22 @@ Result<WriteSummary> write_file(const Format& format, const std::string& path, s
     if (settings.feed != nullptr) {
         RL_TRY_VOID(settings.feed->start(graph->tensor_extents())); // where the file reads each tensor
     }
-    RL_TRY(how, run_write_to_file(path, *graph, settings, tensors.size(), device != nullptr));
+    std::optional<WrittenDigest> digest;
+    if (!settings.sign_key_file.empty()) {
+        RL_TRY_VOID(check_signing_key(settings.sign_key_file)); // before a byte is written
+        digest.emplace(*graph);
+    }
+    RL_TRY(how,
+           run_write_to_file(path, *graph, settings, tensors.size(), device != nullptr, digest ? &*digest : nullptr));
 
     WriteSummary summary;
     summary.file_bytes = graph->plan().length_bytes;
     summary.tensor_bytes = graph->tensor_bytes();
     summary.data_version = graph->data_version();
     summary.how = std::move(how);
+    if (digest) {
+        RL_TRY_VOID(sign_written(path, *digest, settings, summary));
+    }
     summary.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return summary;
 }
@@ -163,6 +207,11 @@ Result<WriteSummary> write_any(const Format& format, std::string_view uri, std::
             return fail(errc::unsupported, std::string(uri) + ": " + std::string(kind->name) + ":// holds " +
                                                formats::names_text(&Format::keys_records) + " files only, not " +
                                                std::string(format.name));
+        }
+        if (!settings.sign_key_file.empty()) {
+            return fail(errc::unsupported, std::string(uri) +
+                                               ": signing while writing takes a local target so far; "
+                                               "write locally, sign, and upload both");
         }
         return write_remote(*kind, format, uri, tensors, layout, settings, network);
     }

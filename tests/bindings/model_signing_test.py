@@ -174,13 +174,25 @@ def interop(tmp, model, keys):
         out = run(MODEL_SIGNING, "verify", "key", model, "--signature", sig, "--public_key",
                   os.path.join(keys, curve + ".pub"))
         check(f"model_signing verifies ringload's {curve} signature", out.returncode == 0, out.stderr[-2000:])
-    converted = os.path.join(tmp, "converted.safetensors")
-    out = ringload("convert", os.path.join(model, "model.tensors"), converted, "--sign-key",
-                   os.path.join(keys, "p384.key"))
-    theirs = run(MODEL_SIGNING, "verify", "key", converted, "--signature", converted + ".sig", "--public_key",
-                 os.path.join(keys, "p384.pub"))
-    check("convert --sign-key: model_signing verifies the output's signature",
-          out.returncode == 0 and theirs.returncode == 0, out.stderr + theirs.stderr[-2000:])
+    for target in ("converted.safetensors", "converted.tensors", "converted.pt"):
+        converted = os.path.join(tmp, target)
+        out = ringload("convert", os.path.join(model, "model.tensors"), converted, "--sign-key",
+                       os.path.join(keys, "p384.key"))
+        theirs = run(MODEL_SIGNING, "verify", "key", converted, "--signature", converted + ".sig", "--public_key",
+                     os.path.join(keys, "p384.pub"))
+        check(f"convert --sign-key ({target}): model_signing verifies the output's signature",
+              out.returncode == 0 and theirs.returncode == 0, out.stderr + theirs.stderr[-2000:])
+    check("convert --sign-key to safetensors signs the hash computed while writing",
+          "hashed while writing" in ringload("convert", os.path.join(model, "model.tensors"),
+                                             os.path.join(tmp, "again.safetensors"), "--sign-key",
+                                             os.path.join(keys, "p256.key")).stdout)
+    bad_key = os.path.join(tmp, "not-a-key.pem")
+    write(bad_key, b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    target = os.path.join(tmp, "never.safetensors")
+    out = ringload("convert", os.path.join(model, "model.tensors"), target, "--sign-key", bad_key)
+    check("convert --sign-key with a bad key fails before writing anything",
+          one_line_naming(out, "not-a-key.pem") and not os.path.exists(target) and not os.path.exists(target + ".sig"),
+          out.stderr)
     return sigs
 
 
@@ -392,6 +404,24 @@ def python_loads(tmp, model, sigs, keys):
         check("public_key= without signature= is refused", False, "no error")
     except ValueError as error:
         check("public_key= without signature= is refused", "signature" in str(error), error)
+    saved = os.path.join(tmp, "saved.safetensors")
+    ringload.save_file(plain, saved, sign_key=os.path.join(keys, "p256.key"))
+    out = run(MODEL_SIGNING, "verify", "key", saved, "--signature", saved + ".sig", "--public_key", pub)
+    check("save_file(sign_key=): model_signing verifies it", out.returncode == 0, out.stderr[-2000:])
+    check("load_file(signature=) of what save_file signed", same(ringload.load_file(saved, signature=saved + ".sig",
+                                                                                     public_key=pub)))
+    tensorizer_out = os.path.join(tmp, "serialized.tensors")
+    with ringload.TensorSerializer(tensorizer_out, sign_key=os.path.join(keys, "p256.key"),
+                                   signature=os.path.join(tmp, "serialized.sig")) as serializer:
+        serializer.write_state_dict(plain)
+    out = run(MODEL_SIGNING, "verify", "key", tensorizer_out, "--signature", os.path.join(tmp, "serialized.sig"),
+              "--public_key", pub)
+    check("TensorSerializer(sign_key=, signature=): model_signing verifies it", out.returncode == 0,
+          out.stderr[-2000:])
+    summary = ringload.convert(path, os.path.join(tmp, "converted-py.pt"), sign_key=os.path.join(keys, "p256.key"))
+    out = run(MODEL_SIGNING, "verify", "key", os.path.join(tmp, "converted-py.pt"), "--signature",
+              summary["signature"], "--public_key", pub)
+    check("ringload.convert(sign_key=): model_signing verifies it", out.returncode == 0, out.stderr[-2000:])
     from ringload import _signing, _vllm_weights
     options = _vllm_weights.parse_options({"signature": sig, "public_key": pub})
     signed = _signing.open_model([path], options.stream_kwargs)

@@ -50,7 +50,8 @@ def load_file(filename, device="cpu", dtype=None, *, backend: Optional[str] = No
 
 
 def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, format: str = "safetensors",
-              alignment: int = 8, progress_bar: Optional[bool] = None) -> None:
+              alignment: int = 8, progress_bar: Optional[bool] = None, sign_key: Optional[str] = None,
+              signature: Optional[str] = None) -> None:
     """Writes a dict of name to tensor as safetensors (default), torch or tensorizer.
 
     The file appears under its name only once complete. metadata (str to str) is safetensors'
@@ -59,12 +60,15 @@ def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, forma
     save_model), non-contiguous or sparse ones (ValueError), metadata values that are not str
     (TypeError). torch and tensorizer also take nested dicts and lists. progress_bar: a bar on
     stderr while it writes, as TensorSerializer's (None: only where stderr is a terminal).
+    sign_key: a PEM ECDSA private key: the file is signed (OpenSSF Model Signing, the key
+    method) from the SHA-256 computed while writing, into `signature` (default filename + ".sig").
     """
     from ._serializer import write_file
     if format == "safetensors":
         check_for_save(tensors)
         check_metadata(metadata)
-    write_file(tensors, filename, format=format, metadata=metadata, alignment=alignment, progress_bar=progress_bar)
+    write_file(tensors, filename, format=format, metadata=metadata, alignment=alignment, progress_bar=progress_bar,
+               sign_key=sign_key, signature=signature)
 
 
 def save(tensors: dict, metadata: Optional[dict] = None) -> bytes:
@@ -137,7 +141,8 @@ def load_model(model, filename, strict: bool = True, device="cpu", *, backend: O
 
 
 def convert(source, target, *, format: Optional[str] = None, decryption=None, encryption=None,
-            verify_hash: bool = True, memory_budget: int = 1 << 30, **network) -> dict:
+            verify_hash: bool = True, memory_budget: int = 1 << 30, sign_key: Optional[str] = None,
+            signature: Optional[str] = None, **network) -> dict:
     """Rewrites `source` as `target`, streamed: never the whole model in memory.
 
     Args:
@@ -150,12 +155,15 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
         verify_hash: check a tensorizer source's stored hashes on the way.
         memory_budget: tensor bytes held in memory at once (one larger tensor is held whole).
         network: the network options TensorDeserializer takes for a URL source.
+        sign_key, signature: sign the target (OpenSSF Model Signing, the key method) from the
+            SHA-256 its write computes, into `signature` (default target + ".sig").
     Returns:
         What was done: format, tensors, bytes_read, peak_held_bytes, batches, file_bytes, seconds.
     """
     engine = open_engine(_uri_of(source), **secret_kwargs(decryption), **network)
     try:
         return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget,
-                                 **encryption_kwargs(encryption))
+                                 sign_key=os.fspath(sign_key) if sign_key else "",
+                                 signature=os.fspath(signature) if signature else "", **encryption_kwargs(encryption))
     finally:
         engine.close()

@@ -42,12 +42,16 @@ class TensorSerializer:
     def __init__(self, file_obj, compress_tensors: bool = False, *, encryption: Optional[EncryptionParams] = None,
                  format: str = "tensorizer", metadata: Optional[dict] = None, alignment: int = 8,
                  progress: Optional[Callable[[int, int, int, int], Any]] = None, progress_bar: Optional[bool] = None,
-                 **unused):
+                 sign_key: Optional[str] = None, signature: Optional[str] = None, **unused):
         _ringload.check_write_format(format, encryption is not None)  # the registry's formats, with its message
         # The option table's settings (gcs_credentials, s3_endpoint, ...) for a remote target;
         # the rest of `unused` is tensorizer's arguments that ringload has no use for.
         self._network = {k: v for k, v in unused.items() if k in {row["name"] for row in _ringload.option_table()}}
         self._format, self._alignment = format, alignment
+        # OpenSSF Model Signing of the file, from the SHA-256 the write computes (signature:
+        # where; default the file's path + ".sig"); a local path only.
+        self._signing = {"sign_key": os.fspath(sign_key) if sign_key else "",
+                         "signature": os.fspath(signature) if signature else ""}
         self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
         if compress_tensors:
             raise ValueError("compressed tensors are not supported (tensorizer deprecated them)")
@@ -140,7 +144,7 @@ class TensorSerializer:
 
     def _write(self, uri: str) -> dict:
         return _ringload.write_tensorizer(uri, self._rows, format=self._format, metadata=self._metadata,
-                                          alignment=self._alignment, progress=self._progress,
+                                          alignment=self._alignment, progress=self._progress, **self._signing,
                                           **encryption_kwargs(self._encryption), **self._network)
 
     def __enter__(self):
@@ -177,8 +181,9 @@ def _copy_into(path: str, file_obj) -> None:
 
 
 def write_file(tensors: dict, filename, *, format: str, metadata: Optional[dict] = None, alignment: int = 8,
-               progress_bar: Optional[bool] = None) -> None:
+               progress_bar: Optional[bool] = None, sign_key: Optional[str] = None,
+               signature: Optional[str] = None) -> None:
     """A dict of name to tensor (nested dicts and lists allowed) as one file of `format`."""
     with TensorSerializer(filename, format=format, metadata=metadata, alignment=alignment,
-                          progress_bar=progress_bar) as serializer:
+                          progress_bar=progress_bar, sign_key=sign_key, signature=signature) as serializer:
         serializer.write_state_dict(tensors)

@@ -235,7 +235,8 @@ public:
     // The whole file into `target`, streamed (ringload/convert.hpp); GIL released.
     nb::dict convert_to(const std::string& target, const std::string& format, bool verify, std::optional<nb::bytes> key,
                         std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
-                        std::optional<nb::bytes> salt, std::uint64_t memory_budget) {
+                        std::optional<nb::bytes> salt, std::uint64_t memory_budget, const std::string& sign_key,
+                        const std::string& signature) {
         opened();
         const std::shared_ptr<Deserializer> kept = inner_;
         ConvertOptions options;
@@ -244,6 +245,8 @@ public:
         options.memory_budget_bytes = memory_budget;
         options.network = network_; // the open's settings reach a remote target too (gs://, s3://)
         options.encryption = encryption_params(key, passphrase, opslimit, memlimit, salt);
+        options.sign_key_file = sign_key;
+        options.signature_file = signature;
         Result<ConvertSummary> converted = fail(errc::invalid_argument, "not converted");
         {
             nb::gil_scoped_release released;
@@ -260,6 +263,10 @@ public:
         out["file_bytes"] = summary.written.file_bytes;
         out["data_version"] = summary.written.data_version;
         out["seconds"] = summary.written.seconds;
+        if (!summary.written.signature_file.empty()) {
+            out["signature"] = summary.written.signature_file;
+            out["sha256"] = summary.written.sha256_hex;
+        }
         return out;
     }
 
@@ -521,7 +528,7 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
         .def("convert_to", &PyDeserializer::convert_to, nb::arg("target"), nb::arg("format") = "",
              nb::arg("verify") = true, nb::arg("key").none() = nb::none(), nb::arg("passphrase").none() = nb::none(),
              nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20, nb::arg("salt").none() = nb::none(),
-             nb::arg("memory_budget") = 1ULL << 30,
+             nb::arg("memory_budget") = 1ULL << 30, nb::arg("sign_key") = "", nb::arg("signature") = "",
              "Writes the whole file to `target` in `format` (empty: by its extension), streamed within "
              "memory_budget bytes; key/passphrase encrypt a tensorizer target")
         .def("set_signed_file", &PyDeserializer::set_signed_file, nb::arg("file"),

@@ -49,7 +49,7 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
                std::optional<std::string> passphrase, std::uint64_t opslimit, std::uint64_t memlimit,
                std::optional<nb::bytes> salt, const std::string& format,
                std::vector<std::pair<std::string, std::string>> metadata, std::size_t alignment, nb::object progress,
-               const nb::kwargs& network) {
+               const std::string& sign_key, const std::string& signature, const nb::kwargs& network) {
     const Format& written_as = checked_write_format(format, key || passphrase);
     std::vector<TensorToWrite> records;
     for (nb::handle item : tensors) {
@@ -76,6 +76,8 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     apply_options(network, open, unused);
     options.network = std::move(open.network);
     options.encryption = encryption_params(key, passphrase, opslimit, memlimit, salt);
+    options.sign_key_file = sign_key;
+    options.signature_file = signature;
     SafetensorsWriteOptions layout; // a safetensors file's own: the run settings are options'
     layout.metadata = std::move(metadata);
     layout.alignment_bytes = alignment;
@@ -96,6 +98,10 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     out["data_version"] = summary.data_version;
     out["seconds"] = summary.seconds;
     out["how"] = summary.how;
+    if (!summary.signature_file.empty()) {
+        out["signature"] = summary.signature_file;
+        out["sha256"] = summary.sha256_hex;
+    }
     return out;
 }
 
@@ -123,7 +129,7 @@ void bind_serializer(nb::module_& m) {
           nb::arg("passphrase").none() = nb::none(), nb::arg("opslimit") = 3, nb::arg("memlimit") = 256 << 20,
           nb::arg("salt").none() = nb::none(), nb::arg("format") = "tensorizer",
           nb::arg("metadata") = std::vector<std::pair<std::string, std::string>>{}, nb::arg("alignment") = 8,
-          nb::arg("progress") = nb::none(), nb::arg("network"),
+          nb::arg("progress") = nb::none(), nb::arg("sign_key") = "", nb::arg("signature") = "", nb::arg("network"),
           "Writes a tensorizer (or safetensors, torch) file from (path, dtype, shape, address, nbytes, device, "
           "is_meta, module_index, "
           "tensor_type) rows; the file appears only when complete; a passphrase is stretched with `salt` (16 "

@@ -51,6 +51,8 @@ struct ConvertOptions {
     NetworkOptions network;         // s3:// and redis:// tensorizer targets
     ProgressCallback progress;      // bytes written
     const CancelToken* cancel = nullptr;
+    std::string sign_key_file;  // sign the target from the hashes of its write (WriteOptions::sign_key_file)
+    std::string signature_file; // where; empty: the target + ".sig"
 };
 
 struct ConvertSummary {

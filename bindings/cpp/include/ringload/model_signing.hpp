@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ringload {
@@ -120,5 +121,15 @@ struct SignatureWrite {
 };
 
 Result<ModelSignatureSummary> sign_model(const std::string& folder, const SignatureWrite& write);
+
+// Signs one file as a one-file model from its SHA-256 (32 raw bytes) computed elsewhere: a
+// writer's, hashed while it wrote (WriteOptions::sign_key_file). The ignore and thread fields
+// of `write` are not used.
+Result<ModelSignatureSummary> sign_file_digest(const std::string& file, std::string_view sha256,
+                                               std::uint64_t size_bytes, const SignatureWrite& write);
+
+// Fails (naming the file) when `private_key_file` is not a PEM ECDSA private key ringload signs
+// with: what a writer checks before it writes a byte.
+Result<void> check_signing_key(const std::string& private_key_file);
 
 } // namespace ringload

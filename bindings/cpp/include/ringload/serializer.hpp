@@ -47,14 +47,22 @@ struct WriteOptions {
     // Null: the tensors' bytes are in memory for the whole call. Else they are brought in by
     // the feed while the write runs (`convert`); it must outlive the call.
     WriteFeed* feed = nullptr;
+    // Sign the file (OpenSSF Model Signing, the key method, as a one-file model) with this PEM
+    // ECDSA private key, from the SHA-256 computed while the windows were filled (torch zip,
+    // whose CRC32s are patched in after: from the written file's pages). Local targets only.
+    // The signature goes to signature_file, or the target's path + ".sig".
+    std::string sign_key_file;
+    std::string signature_file;
 };
 
 struct WriteSummary {
     std::uint64_t file_bytes = 0;
     std::uint64_t tensor_bytes = 0; // data bytes stored (meta tensors store none)
     std::uint32_t data_version = 0;
-    double seconds = 0; // until the file is durable and in place
-    std::string how;    // "O_DIRECT io_uring", ...
+    double seconds = 0;         // until the file is durable and in place
+    std::string how;            // "O_DIRECT io_uring", ...
+    std::string signature_file; // with WriteOptions::sign_key_file: where the signature is
+    std::string sha256_hex;     // with it: the file's SHA-256 that was signed
 };
 
 // A local path or file:// URI. The tensors' bytes must stay alive and unchanged during the call
@@ -76,7 +84,9 @@ struct SafetensorsWriteOptions {
     std::size_t worker_threads = 0;
     ProgressCallback progress;
     const CancelToken* cancel = nullptr;
-    WriteFeed* feed = nullptr; // as WriteOptions::feed
+    WriteFeed* feed = nullptr;  // as WriteOptions::feed
+    std::string sign_key_file;  // as WriteOptions::sign_key_file
+    std::string signature_file; // as WriteOptions::signature_file
 };
 
 // A safetensors file (https://github.com/huggingface/safetensors). A tensor's name is its path

@@ -18,11 +18,22 @@ void add_signature_flags(CLI::App& command, SignatureFlags& flags, bool required
     auto* key = command.add_option("--public-key", flags.public_key, "The signer's PEM public key (ECDSA)");
     auto* chain = command.add_option("--certificate-chain", flags.certificate_chain,
                                      "PEM certificates to trust for a certificate signature (repeat)");
+    auto* root = command.add_option("--trust-root", flags.trust_root,
+                                    "A keyless signature: the Sigstore trusted root to check it against offline "
+                                    "(trusted_root.json, or a ClientTrustConfig)");
+    auto* identity = command.add_option("--identity", flags.identity,
+                                        "A keyless signature: who must have signed (the certificate's email or URI)");
+    auto* issuer = command.add_option("--identity-issuer", flags.identity_issuer,
+                                      "A keyless signature: the OIDC issuer that vouched for --identity");
     key->excludes(chain);
-    if (!required) {
-        key->needs(signature);
-        chain->needs(signature);
+    root->excludes(key)->excludes(chain);
+    for (CLI::Option* option : {key, chain, root, identity, issuer}) {
+        if (!required) {
+            option->needs(signature);
+        }
     }
+    identity->needs(root);
+    issuer->needs(root);
 }
 
 } // namespace ringload::cli

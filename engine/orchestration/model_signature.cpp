@@ -7,6 +7,7 @@
 
 #include "formats/model_signing/bundle.hpp"
 #include "formats/model_signing/dsse.hpp"
+#include "formats/model_signing/keyless.hpp"
 #include "formats/model_signing/statement.hpp"
 #include "formats/model_signing/trust.hpp"
 #include "model_folder.hpp"
@@ -64,9 +65,14 @@ std::vector<std::string> ignored_paths(const std::string& folder, const std::str
 Result<EcKey> signer_key(const SignatureBundle& bundle, const SignatureCheck& check, std::string& signer) {
     const std::string& name = check.signature_file;
     if (bundle.signer == SignerKind::keyless) {
-        return fail(errc::unsupported, name +
-                                           ": a keyless Sigstore signature (Fulcio certificate, Rekor entry); "
-                                           "ringload verifies the key and certificate methods only so far");
+        if (check.trust_root_file.empty()) {
+            return fail(errc::invalid_argument, name +
+                                                    ": a keyless Sigstore signature: give the trusted root to check it "
+                                                    "against offline (--trust-root trusted_root.json)");
+        }
+        RL_TRY(text, read_small_file(check.trust_root_file, "trusted root"));
+        RL_TRY(root, parse_trusted_root(text, check.trust_root_file));
+        return verify_keyless(bundle, root, {check.identity, check.identity_issuer}, name, signer);
     }
     if (bundle.signer == SignerKind::public_key) {
         if (check.public_key_file.empty()) {

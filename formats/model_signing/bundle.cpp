@@ -44,6 +44,75 @@ Result<std::vector<std::string>> certificates_of(const json& chain, const std::s
     return certificates;
 }
 
+// A count the bundle writes as decimal text ("206344181").
+Result<std::int64_t> count_at(const json& object, const char* key, const std::string& where) {
+    RL_TRY(text, text_at(object, key, where));
+    if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+        return fail(errc::format_error, where + "." + key + " is not a count");
+    }
+    return std::stoll(text);
+}
+
+Result<std::string> decoded_at(const json& object, const char* key, const std::string& where) {
+    RL_TRY(text, text_at(object, key, where));
+    return base64_decode(text, where + "." + key);
+}
+
+Result<void> read_inclusion_proof(const json& proof, LogEntry& entry, const std::string& where) {
+    RL_TRY(index, count_at(proof, "logIndex", where));
+    RL_TRY(size, count_at(proof, "treeSize", where));
+    RL_TRY(root, decoded_at(proof, "rootHash", where));
+    RL_TRY(checkpoint, object_at(proof, "checkpoint", where));
+    RL_TRY(note, text_at(*checkpoint, "envelope", where + ".checkpoint"));
+    const auto hashes = proof.find("hashes");
+    if (hashes == proof.end() || !hashes->is_array() || hashes->size() > 64) {
+        return fail(errc::format_error, where + ".hashes is missing or not a list (of at most 64)");
+    }
+    for (const json& hash : *hashes) {
+        if (!hash.is_string()) {
+            return fail(errc::format_error, where + ".hashes holds a non-text");
+        }
+        RL_TRY(raw, base64_decode(hash.get<std::string>(), where + ".hashes[]"));
+        entry.proof_hashes.push_back(std::move(raw));
+    }
+    entry.proof_index = index;
+    entry.tree_size = size;
+    entry.root_hash = std::move(root);
+    entry.checkpoint = std::move(note);
+    return {};
+}
+
+Result<LogEntry> read_log_entry(const json& object, const std::string& where) {
+    if (!object.is_object()) {
+        return fail(errc::format_error, where + " is not an object");
+    }
+    LogEntry entry;
+    RL_TRY(index, count_at(object, "logIndex", where));
+    RL_TRY(time, count_at(object, "integratedTime", where));
+    RL_TRY(log_id, object_at(object, "logId", where));
+    RL_TRY(key_id, decoded_at(*log_id, "keyId", where + ".logId"));
+    RL_TRY(kind_version, object_at(object, "kindVersion", where));
+    RL_TRY(kind, text_at(*kind_version, "kind", where + ".kindVersion"));
+    RL_TRY(version, text_at(*kind_version, "version", where + ".kindVersion"));
+    RL_TRY(body_text, text_at(object, "canonicalizedBody", where));
+    RL_TRY(body, base64_decode(body_text, where + ".canonicalizedBody"));
+    entry.log_index = index;
+    entry.integrated_time = time;
+    entry.log_id = std::move(key_id);
+    entry.kind = std::move(kind);
+    entry.version = std::move(version);
+    entry.body_base64 = std::move(body_text);
+    entry.body = std::move(body);
+    if (object.contains("inclusionPromise")) {
+        RL_TRY(promise, object_at(object, "inclusionPromise", where));
+        RL_TRY(set, decoded_at(*promise, "signedEntryTimestamp", where + ".inclusionPromise"));
+        entry.signed_entry_timestamp = std::move(set);
+    }
+    RL_TRY(proof, object_at(object, "inclusionProof", where));
+    RL_TRY_VOID(read_inclusion_proof(*proof, entry, where + ".inclusionProof"));
+    return entry;
+}
+
 // verificationMaterial: exactly one of publicKey, x509CertificateChain, certificate.
 Result<void> read_material(const json& material, SignatureBundle& bundle, const std::string& where) {
     const int kinds = static_cast<int>(material.contains("publicKey")) +
@@ -72,6 +141,14 @@ Result<void> read_material(const json& material, SignatureBundle& bundle, const 
     RL_TRY(der, base64_decode(text, where + ".certificate.rawBytes"));
     bundle.signer = SignerKind::keyless;
     bundle.certificates = {std::move(der)};
+    const auto entries = material.find("tlogEntries");
+    if (entries == material.end() || !entries->is_array() || entries->size() > 16) {
+        return fail(errc::format_error, where + ".tlogEntries is missing or not a list (of at most 16)");
+    }
+    for (const json& entry : *entries) {
+        RL_TRY(read, read_log_entry(entry, where + ".tlogEntries[]"));
+        bundle.log_entries.push_back(std::move(read));
+    }
     return {};
 }
 

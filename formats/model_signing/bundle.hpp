@@ -13,6 +13,7 @@
 
 #include "ringload/error.hpp"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,25 @@ enum class SignerKind {
     keyless,           // verificationMaterial.certificate + a transparency log entry (Sigstore)
 };
 
+// A keyless bundle's transparency log entry (verificationMaterial.tlogEntries[], Rekor v1):
+// what the log signed (the inclusion promise), where the entry is in the log's tree (the
+// inclusion proof and the checkpoint that signs its root), and the entry's body.
+struct LogEntry {
+    std::int64_t log_index = 0; // in the whole log (the promise signs this one)
+    std::string log_id;         // raw: SHA-256 of the log's DER public key
+    std::string kind;           // "dsse"
+    std::string version;        // "0.0.1"
+    std::int64_t integrated_time = 0;
+    std::string body_base64;            // canonicalizedBody as stored: the promise signs this text
+    std::string body;                   // decoded: the JSON the log stored
+    std::string signed_entry_timestamp; // DER ECDSA over the promise; empty: none
+    std::int64_t proof_index = 0;       // in the log shard's tree (the inclusion proof's)
+    std::int64_t tree_size = 0;
+    std::string root_hash;                 // raw
+    std::vector<std::string> proof_hashes; // raw, leaf to root
+    std::string checkpoint;                // the signed note of the tree's root
+};
+
 struct SignatureBundle {
     std::string payload; // the in-toto statement's bytes, as signed
     std::string payload_type;
@@ -36,6 +56,7 @@ struct SignatureBundle {
     SignerKind signer = SignerKind::public_key;
     std::string public_key_hint;           // public_key: hex SHA-256 of the key's PEM text ("" if absent)
     std::vector<std::string> certificates; // certificate_chain: DER, leaf first; keyless: the leaf
+    std::vector<LogEntry> log_entries;     // keyless: the transparency log's entries
 };
 
 Result<SignatureBundle> parse_bundle(std::string_view json, const std::string& name);

@@ -1,6 +1,8 @@
 // formats/model_signing/trust.cpp
 #include "formats/model_signing/trust.hpp"
 
+#include "formats/model_signing/openssl_handles.hpp"
+
 #include "ringload/engine/hashes.hpp"
 
 #include <openssl/bio.h>
@@ -15,27 +17,6 @@
 
 namespace ringload::model_signing {
 namespace {
-
-struct BioFree {
-    void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct X509Free {
-    void operator()(X509* x) const { X509_free(x); }
-};
-struct StoreFree {
-    void operator()(X509_STORE* store) const { X509_STORE_free(store); }
-};
-struct StoreContextFree {
-    void operator()(X509_STORE_CTX* context) const { X509_STORE_CTX_free(context); }
-};
-struct StackFree {
-    void operator()(STACK_OF(X509) * stack) const { sk_X509_pop_free(stack, X509_free); }
-};
-struct MdContextFree {
-    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Certificate = std::unique_ptr<X509, X509Free>;
 
 // The curve's name as Model Signing knows it, or "" for a key it does not take.
 std::string curve_of(EVP_PKEY* key) {
@@ -53,11 +34,6 @@ const EVP_MD* digest_for(const std::string& curve) {
     return curve == "P-256" ? EVP_sha256() : curve == "P-384" ? EVP_sha384() : EVP_sha512();
 }
 
-Certificate certificate_from_der(const std::string& der) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(der.data());
-    return Certificate(d2i_X509(nullptr, &bytes, static_cast<long>(der.size())));
-}
-
 // Every certificate of a PEM text (a chain file holds one or more).
 std::vector<Certificate> certificates_from_pem(const std::string& pem) {
     std::vector<Certificate> certificates;
@@ -66,15 +42,6 @@ std::vector<Certificate> certificates_from_pem(const std::string& pem) {
         certificates.emplace_back(certificate);
     }
     return certificates;
-}
-
-// Key usage digitalSignature, or extended key usage codeSigning (either, as Model Signing).
-bool may_sign(X509* leaf) {
-    const std::uint32_t usage = X509_get_key_usage(leaf);
-    const std::uint32_t extended = X509_get_extended_key_usage(leaf);
-    // UINT32_MAX: the extension is absent (OpenSSL's "anything goes"), which grants nothing here.
-    return (usage != UINT32_MAX && (usage & KU_DIGITAL_SIGNATURE) != 0) ||
-           (extended != UINT32_MAX && (extended & XKU_CODE_SIGN) != 0);
 }
 
 } // namespace
@@ -101,6 +68,23 @@ Result<EcKey> EcKey::adopt(evp_pkey_st* key, const std::string& name) {
                     name + ": not an ECDSA key on P-256, P-384 or P-521 (what Model Signing signs with)");
     }
     return EcKey(key, std::move(curve));
+}
+
+Result<EcKey> EcKey::public_from_der(std::string_view der, const std::string& name) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(der.data());
+    EVP_PKEY* key = d2i_PUBKEY(nullptr, &bytes, static_cast<long>(der.size()));
+    if (key == nullptr) {
+        return fail(errc::format_error, name + ": not a DER public key");
+    }
+    return adopt(key, name);
+}
+
+Result<EcKey> EcKey::from_certificate(const std::string& der, const std::string& name) {
+    Certificate certificate = certificate_from_der(der);
+    if (!certificate) {
+        return fail(errc::format_error, name + ": not a DER X.509 certificate");
+    }
+    return adopt(X509_get_pubkey(certificate.get()), name);
 }
 
 Result<EcKey> EcKey::public_from_pem(std::string_view pem, const std::string& name) {

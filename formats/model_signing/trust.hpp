@@ -26,6 +26,10 @@ namespace ringload::model_signing {
 class EcKey {
 public:
     static Result<EcKey> public_from_pem(std::string_view pem, const std::string& name);
+    // A DER SubjectPublicKeyInfo (a transparency or CT log's key in a Sigstore trusted root).
+    static Result<EcKey> public_from_der(std::string_view der, const std::string& name);
+    // The key of a DER X.509 certificate (not checked here: verify_certificate_chain, keyless).
+    static Result<EcKey> from_certificate(const std::string& der, const std::string& name);
     static Result<EcKey> private_from_pem(std::string_view pem, const std::string& name);
 
     EcKey(EcKey&& other) noexcept : key_(other.key_), curve_(std::move(other.curve_)) { other.key_ = nullptr; }

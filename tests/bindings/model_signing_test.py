@@ -430,6 +430,131 @@ def python_loads(tmp, model, sigs, keys):
     check("the vLLM loader's options open the signed model and hash the other files", checked["files"] == 2, checked)
 
 
+KEYLESS = os.path.join(DATA, "model_signing", "keyless")
+KEYLESS_SIGNER = ["--identity", "stefanb@us.ibm.com", "--identity-issuer", "https://sigstore.verify.ibm.com/oauth2"]
+CONFORMANCE_SIGNER = ["--identity", "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/"
+                      ".github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main",
+                      "--identity-issuer", "https://token.actions.githubusercontent.com"]
+
+
+def keyless_verify(model, signature, *extra, root=None):
+    ignore = ["--ignore-paths", "ignore-me"] if os.path.exists(os.path.join(model, "ignore-me")) else []
+    return ringload("verify", model, "--signature", signature, "--trust-root",
+                    root or os.path.join(KEYLESS, "trusted_root.json"), *extra, *ignore)
+
+
+def keyless(tmp):
+    """Real keyless signatures (model_signing sign sigstore), verified offline against the
+    trusted root, and model_signing's own offline verification of the same as the reference;
+    then every part of the proof changed, one at a time."""
+    for version in ("v0.3.1", "v1.0.0", "v1.0.1", "v1.1.0"):
+        model = os.path.join(KEYLESS, f"mt-{version}-sigstore")
+        out = keyless_verify(model, os.path.join(model, "model.sig"), *KEYLESS_SIGNER)
+        # model_signing takes ignored paths relative to the working directory, ringload to the model.
+        ignore = (["--ignore-paths", os.path.join(model, "ignore-me")] if os.path.exists(os.path.join(model, "ignore-me"))
+                  else [])
+        theirs = run(MODEL_SIGNING, "verify", "sigstore", "--trust_config", os.path.join(KEYLESS, "client_trust_config.json"),
+                     "--identity", KEYLESS_SIGNER[1], "--identity_provider", KEYLESS_SIGNER[3], "--signature",
+                     os.path.join(model, "model.sig"), *ignore,
+                     model)
+        check(f"a keyless signature ({version}) verifies offline, as model_signing verifies it",
+              out.returncode == 0 and "keyless: stefanb@us.ibm.com" in out.stdout and theirs.returncode == 0,
+              out.stderr + out.stdout + theirs.stderr[-1500:])
+    model = os.path.join(KEYLESS, "mt-v1.0.0-sigstore")
+    sig = os.path.join(model, "model.sig")
+    out = keyless_verify(model, sig, *KEYLESS_SIGNER, root=os.path.join(KEYLESS, "client_trust_config.json"))
+    check("a ClientTrustConfig is taken as the trusted root", out.returncode == 0, out.stderr)
+    out = ringload("verify", model, "--signature", sig)
+    check("a keyless signature without a trusted root says what to give", one_line_naming(out, "--trust-root"),
+          out.stderr)
+    out = keyless_verify(model, sig, "--identity", "someone@example.com", "--identity-issuer", KEYLESS_SIGNER[3])
+    check("another signer is refused, naming who signed", one_line_naming(out, "stefanb@us.ibm.com", "not someone"),
+          out.stderr)
+    out = keyless_verify(model, sig, "--identity", KEYLESS_SIGNER[1], "--identity-issuer", "https://accounts.google.com")
+    check("another OIDC issuer is refused", one_line_naming(out, "vouched for by", "accounts.google.com"), out.stderr)
+    out = keyless_verify(model, sig)
+    check("a keyless signature without --identity says what to give", one_line_naming(out, "--identity"), out.stderr)
+    keyless_tampers(tmp, model, sig)
+
+
+def keyless_tampers(tmp, model, sig):
+    with open(os.path.join(KEYLESS, "trusted_root.json")) as file:
+        root = json.load(file)
+
+    def entry(bundle):
+        return bundle["verificationMaterial"]["tlogEntries"][0]
+
+    def flip_base64(text):
+        raw = bytearray(base64.b64decode(text))
+        raw[len(raw) // 2] ^= 1
+        return base64.b64encode(bytes(raw)).decode()
+
+    def flip_set(bundle):
+        entry(bundle)["inclusionPromise"]["signedEntryTimestamp"] = flip_base64(
+            entry(bundle)["inclusionPromise"]["signedEntryTimestamp"])
+
+    def later(bundle):
+        entry(bundle)["integratedTime"] = str(int(entry(bundle)["integratedTime"]) + 1)
+
+    def flip_proof(bundle):
+        entry(bundle)["inclusionProof"]["hashes"][0] = flip_base64(entry(bundle)["inclusionProof"]["hashes"][0])
+
+    def flip_checkpoint(bundle):
+        note = entry(bundle)["inclusionProof"]["checkpoint"]["envelope"]
+        head, signature = note.rsplit(" ", 1)
+        entry(bundle)["inclusionProof"]["checkpoint"]["envelope"] = head + " " + flip_base64(signature.strip()) + "\n"
+
+    def other_certificate(bundle):
+        with open(os.path.join(KEYLESS, "mt-v1.0.1-sigstore", "model.sig")) as file:
+            other = json.load(file)
+        bundle["verificationMaterial"]["certificate"] = other["verificationMaterial"]["certificate"]
+
+    for what, change, words in (("its log's inclusion promise changed", flip_set, ["inclusion promise"]),
+                                ("its log time changed", later, ["inclusion promise"]),
+                                ("its inclusion proof changed", flip_proof, ["inclusion proof"]),
+                                ("its checkpoint's signature changed", flip_checkpoint, ["checkpoint"]),
+                                ("another signer's certificate", other_certificate, ["keyless signature"])):
+        changed = rewritten(sig, os.path.join(tmp, "keyless-changed.sig"), change)
+        out = keyless_verify(model, changed, *KEYLESS_SIGNER)
+        check(f"a keyless signature with {what} is refused", one_line_naming(out, "keyless-changed.sig", *words),
+              out.stderr)
+    for what, change, words in (("no certificate authority", lambda r: r.update(certificateAuthorities=[
+                                    {"certChain": {"certificates": [root["certificateAuthorities"][0]["certChain"]
+                                                                    ["certificates"][-1]]}}]), ["chain"]),
+                                ("no CT log", lambda r: r.update(ctlogs=[]), ["SCT"]),
+                                ("other transparency logs", lambda r: r.update(tlogs=r["ctlogs"]),
+                                 ["not in the trusted root"])):
+        other_root = json.loads(json.dumps(root))
+        change(other_root)
+        path = os.path.join(tmp, "other-root.json")
+        with open(path, "w") as file:
+            json.dump(other_root, file)
+        out = keyless_verify(model, sig, *KEYLESS_SIGNER, root=path)
+        check(f"a trusted root with {what} refuses the signature", one_line_naming(out, *words), out.stderr)
+    folder = os.path.join(tmp, "conformance")
+    os.makedirs(folder)
+    shutil.copy(os.path.join(KEYLESS, "conformance", "a.txt"), folder)
+    for case, words in (("dsse-invalid-sig_fail", ["signature"]), ("dsse-mismatch-envelope_fail", ["another payload"]),
+                        ("dsse-mismatch-sig_fail", ["another signature"])):
+        out = ringload("verify", folder, "--signature", os.path.join(KEYLESS, "conformance", case, "bundle.sigstore.json"),
+                       "--trust-root", os.path.join(KEYLESS, "trusted_root.json"), *CONFORMANCE_SIGNER)
+        check(f"sigstore's conformance case {case} is refused", one_line_naming(out, *words), out.stderr)
+    out = ringload("verify", folder, "--signature",
+                   os.path.join(KEYLESS, "conformance", "happy-path-intoto-in-dsse-v3", "bundle.sigstore.json"),
+                   "--trust-root", os.path.join(KEYLESS, "trusted_root.json"), *CONFORMANCE_SIGNER)
+    check("sigstore's conformance happy path passes the keyless checks (then is no model_signing statement)",
+          one_line_naming(out, "predicate") or one_line_naming(out, "statement"), out.stderr)
+    copy = os.path.join(tmp, "keyless-model")
+    shutil.copytree(model, copy)
+    with open(os.path.join(copy, "signme-1"), "r+b") as file:
+        byte = file.read(1)
+        file.seek(0)
+        file.write(bytes([byte[0] ^ 1]))
+    out = keyless_verify(copy, os.path.join(copy, "model.sig"), *KEYLESS_SIGNER)
+    check("a keyless-signed model with a changed file fails naming it", one_line_naming(out, "hash mismatch", "signme-1"),
+          out.stderr)
+
+
 def python_api(model, sigs, keys):
     """ringload.verify_model / sign_model: the same checks through the package, where this build
     has it (not in the sanitizer presets: said, not counted)."""
@@ -438,6 +563,11 @@ def python_api(model, sigs, keys):
     except ImportError as error:
         print(f"python API not checked: the package is not built in this preset ({error})")
         return
+    keyless_model = os.path.join(KEYLESS, "mt-v1.0.0-sigstore")
+    done = ringload.verify_model(keyless_model, os.path.join(keyless_model, "model.sig"),
+                                 trust_root=os.path.join(KEYLESS, "trusted_root.json"), identity=KEYLESS_SIGNER[1],
+                                 identity_issuer=KEYLESS_SIGNER[3])
+    check("ringload.verify_model with a keyless signature", done["signer"].startswith("keyless: stefanb"), done)
     done = ringload.verify_model(model, os.path.join(sigs, "theirs-p256.sig"), public_key=os.path.join(keys, "p256.pub"))
     check("ringload.verify_model", done["files"] == 6 and done["bytes"] > 0, done)
     try:
@@ -470,6 +600,7 @@ def main():
         trust_tampers(tmp, model, sigs, keys)
         hostile_bundles(tmp, model, sigs, keys)
         loads_verify(tmp, model, sigs, keys)
+        keyless(tmp)
         python_api(model, sigs, keys)
         python_loads(tmp, model, sigs, keys)
     return checks.finish()

@@ -5,7 +5,8 @@
     ringload.sign_model(folder, "model.sig", private_key="key.pem")   # model_signing verify key accepts it
 
 Loads verify in their single read: load_file, safe_open, stream_tensors and TensorDeserializer
-take signature=, public_key= or certificate_chain=, and model_folder= (default: the file's own
+take signature=, public_key= or certificate_chain= (or a keyless signature's trust_root=,
+identity=, identity_issuer=), and model_folder= (default: the file's own
 folder; a signature of one file needs none). The bundle, the signer and the statement are checked
 before any byte is read; then the load reads the whole file, hashes it beside its own work and
 raises HashMismatchError naming the file (and shard) before any tensor is handed out when it
@@ -25,14 +26,28 @@ from . import _ringload
 
 
 def verify_model(model, signature, *, public_key: Optional[str] = None, certificate_chain: Iterable[str] = (),
-                 ignore_paths: Iterable[str] = (), ignore_git_paths: bool = True, threads: int = 0) -> dict:
+                 trust_root: Optional[str] = None, identity: Optional[str] = None,
+                 identity_issuer: Optional[str] = None, ignore_paths: Iterable[str] = (),
+                 ignore_git_paths: bool = True, threads: int = 0) -> dict:
     """Checks `signature` (model_signing's bundle) over `model` (a folder or one file), reading
-    every file on every core."""
+    every file on every core. A keyless signature: trust_root (Sigstore's trusted_root.json, or
+    a ClientTrustConfig), identity (the signer's email or URI) and identity_issuer (its OIDC
+    issuer), checked offline."""
     return _ringload.verify_model_signature(os.fspath(model), os.fspath(signature),
-                                            public_key=os.fspath(public_key) if public_key else "",
-                                            certificate_chain=[os.fspath(c) for c in certificate_chain],
+                                            **_trust(public_key, certificate_chain, trust_root, identity,
+                                                     identity_issuer),
                                             ignore_paths=list(ignore_paths), ignore_git_paths=ignore_git_paths,
                                             threads=threads)
+
+
+def _trust(public_key, certificate_chain, trust_root, identity, identity_issuer) -> dict:
+    """Whom to trust, as the binding takes it."""
+    if isinstance(certificate_chain, (str, os.PathLike)):
+        certificate_chain = (certificate_chain,)
+    return {"public_key": os.fspath(public_key) if public_key else "",
+            "certificate_chain": [os.fspath(c) for c in certificate_chain or ()],
+            "trust_root": os.fspath(trust_root) if trust_root else "", "identity": identity or "",
+            "identity_issuer": identity_issuer or ""}
 
 
 def sign_model(model, signature, *, private_key: str, ignore_paths: Iterable[str] = (),
@@ -43,8 +58,8 @@ def sign_model(model, signature, *, private_key: str, ignore_paths: Iterable[str
 
 
 # The words a load takes for a signed model (beside the engine's option table).
-SIGNATURE_OPTIONS = ("signature", "public_key", "certificate_chain", "model_folder", "ignore_paths",
-                     "ignore_git_paths")
+SIGNATURE_OPTIONS = ("signature", "public_key", "certificate_chain", "trust_root", "identity", "identity_issuer",
+                     "model_folder", "ignore_paths", "ignore_git_paths")
 
 
 def take_signature(options: dict) -> Optional[dict]:
@@ -65,15 +80,15 @@ def open_signed(uri: str, given: dict):
     path = _ringload.local_path(uri)
     if path is None:
         raise ValueError(f"{uri}: signatures are verified for local files so far, not for a remote source")
-    chain = given.get("certificate_chain") or ()
-    if isinstance(chain, (str, os.PathLike)):
-        chain = (chain,)
-    model = _ringload.open_signed_model(
-        os.fspath(given.get("model_folder") or ""), path, os.fspath(given["signature"]),
-        public_key=os.fspath(given["public_key"]) if given.get("public_key") else "",
-        certificate_chain=[os.fspath(c) for c in chain], ignore_paths=list(given.get("ignore_paths") or ()),
-        ignore_git_paths=given.get("ignore_git_paths", True))
+    model = _ringload.open_signed_model(os.fspath(given.get("model_folder") or ""), path, os.fspath(given["signature"]),
+                                        **_given_trust(given), ignore_paths=list(given.get("ignore_paths") or ()),
+                                        ignore_git_paths=given.get("ignore_git_paths", True))
     return model, model.file(path)
+
+
+def _given_trust(given: dict) -> dict:
+    return _trust(given.get("public_key"), given.get("certificate_chain"), given.get("trust_root"),
+                  given.get("identity"), given.get("identity_issuer"))
 
 
 def open_model(sources, options: dict):
@@ -87,11 +102,6 @@ def open_model(sources, options: dict):
     if None in paths or not paths:
         raise ValueError("signature: the weights must be local files to be verified (remote sources: not yet)")
     folder = given.get("model_folder") or os.path.dirname(paths[0]) or "."
-    chain = given.get("certificate_chain") or ()
-    if isinstance(chain, (str, os.PathLike)):
-        chain = (chain,)
-    return _ringload.open_signed_model(
-        os.fspath(folder), "", os.fspath(given["signature"]),
-        public_key=os.fspath(given["public_key"]) if given.get("public_key") else "",
-        certificate_chain=[os.fspath(c) for c in chain], ignore_paths=list(given.get("ignore_paths") or ()),
-        ignore_git_paths=given.get("ignore_git_paths", True))
+    return _ringload.open_signed_model(os.fspath(folder), "", os.fspath(given["signature"]), **_given_trust(given),
+                                       ignore_paths=list(given.get("ignore_paths") or ()),
+                                       ignore_git_paths=given.get("ignore_git_paths", True))

@@ -83,6 +83,10 @@ OPTIONS = {
                   "while it loads, the folder's other files after; a mismatch fails the start"),
     "public_key": (_text, "the signer's PEM public key (with signature)"),
     "certificate_chain": (_uris, "PEM certificates to trust for a certificate signature (a path or a list)"),
+    "trust_root": (_text, "a keyless signature: Sigstore's trusted_root.json (or a ClientTrustConfig), checked "
+                   "offline"),
+    "identity": (_text, "a keyless signature: who must have signed (the certificate's email or URI)"),
+    "identity_issuer": (_text, "a keyless signature: the OIDC issuer that vouched for identity"),
     "model_folder": (_text, "the signed model's folder (default: the weight files' folder)"),
 }
 

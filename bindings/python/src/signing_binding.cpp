@@ -24,10 +24,30 @@ nb::dict summary_dict(const ModelSignatureSummary& summary) {
     return out;
 }
 
+// The check a call's keyword arguments describe.
+SignatureCheck check_of(const std::string& signature, const std::string& public_key,
+                        const std::vector<std::string>& certificate_chain, const std::string& trust_root,
+                        const std::string& identity, const std::string& identity_issuer,
+                        const std::vector<std::string>& ignore_paths, bool ignore_git_paths, std::size_t threads) {
+    SignatureCheck check;
+    check.signature_file = signature;
+    check.public_key_file = public_key;
+    check.certificate_chain_files = certificate_chain;
+    check.trust_root_file = trust_root;
+    check.identity = identity;
+    check.identity_issuer = identity_issuer;
+    check.ignore_paths = ignore_paths;
+    check.ignore_git_paths = ignore_git_paths;
+    check.threads = threads;
+    return check;
+}
+
 nb::dict verify(const std::string& model, const std::string& signature, const std::string& public_key,
-                const std::vector<std::string>& certificate_chain, const std::vector<std::string>& ignore_paths,
-                bool ignore_git_paths, std::size_t threads) {
-    SignatureCheck check{signature, public_key, certificate_chain, ignore_paths, ignore_git_paths, threads};
+                const std::vector<std::string>& certificate_chain, const std::string& trust_root,
+                const std::string& identity, const std::string& identity_issuer,
+                const std::vector<std::string>& ignore_paths, bool ignore_git_paths, std::size_t threads) {
+    const SignatureCheck check = check_of(signature, public_key, certificate_chain, trust_root, identity,
+                                          identity_issuer, ignore_paths, ignore_git_paths, threads);
     Result<ModelSignatureSummary> verified = fail(errc::invalid_argument, "not verified");
     {
         nb::gil_scoped_release released;
@@ -73,8 +93,11 @@ struct PySignedModel {
 
 PySignedModel open_signed(const std::string& model, const std::string& file, const std::string& signature,
                           const std::string& public_key, const std::vector<std::string>& certificate_chain,
-                          const std::vector<std::string>& ignore_paths, bool ignore_git_paths, std::size_t threads) {
-    SignatureCheck check{signature, public_key, certificate_chain, ignore_paths, ignore_git_paths, threads};
+                          const std::string& trust_root, const std::string& identity,
+                          const std::string& identity_issuer, const std::vector<std::string>& ignore_paths,
+                          bool ignore_git_paths, std::size_t threads) {
+    const SignatureCheck check = check_of(signature, public_key, certificate_chain, trust_root, identity,
+                                          identity_issuer, ignore_paths, ignore_git_paths, threads);
     Result<std::shared_ptr<const SignedModel>> opened = fail(errc::invalid_argument, "not opened");
     {
         nb::gil_scoped_release released;
@@ -101,12 +124,14 @@ void bind_signing(nb::module_& m) {
         .def_prop_ro("sharded", [](const PySignedModel& self) { return self.model->sharded(); });
     m.def("open_signed_model", &open_signed, nb::arg("model"), nb::arg("file"), nb::arg("signature"),
           nb::arg("public_key") = "", nb::arg("certificate_chain") = std::vector<std::string>{},
+          nb::arg("trust_root") = "", nb::arg("identity") = "", nb::arg("identity_issuer") = "",
           nb::arg("ignore_paths") = std::vector<std::string>{}, nb::arg("ignore_git_paths") = true,
           nb::arg("threads") = 0,
           "A signed model checked before any byte is read: `model` whole (file empty: its file list "
           "against the statement), or for a load of `file` (`model` the folder, or empty: the file's own)");
     m.def("verify_model_signature", &verify, nb::arg("model"), nb::arg("signature"), nb::arg("public_key") = "",
-          nb::arg("certificate_chain") = std::vector<std::string>{},
+          nb::arg("certificate_chain") = std::vector<std::string>{}, nb::arg("trust_root") = "",
+          nb::arg("identity") = "", nb::arg("identity_issuer") = "",
           nb::arg("ignore_paths") = std::vector<std::string>{}, nb::arg("ignore_git_paths") = true,
           nb::arg("threads") = 0,
           "Checks an OpenSSF Model Signing signature of `model` (a folder or a file): files, resources, bytes, "

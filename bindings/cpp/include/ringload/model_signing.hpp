@@ -17,7 +17,8 @@
 // (or shard's) SHA-256, read at the engine's speed on every core, must match. Any failure names
 // the signature file and what is wrong: the key, the certificate, a missing, extra or changed
 // file (and shard). Keyless Sigstore bundles (a Fulcio certificate and a transparency log entry)
-// are refused as not supported yet.
+// are verified offline against trust_root_file (formats/model_signing/keyless.hpp says what is
+// and is not checked without a network).
 //
 // Signing writes what `model_signing verify key` accepts (files mode, SHA-256), whole or not at
 // all (a temporary file renamed into place).
@@ -37,6 +38,12 @@ struct SignatureCheck {
     std::string signature_file;
     std::string public_key_file;                      // the key method: a PEM public key (ECDSA)
     std::vector<std::string> certificate_chain_files; // the certificate method: PEM certificates to trust
+    // Keyless (Sigstore) signatures, verified offline: the trusted root (trusted_root.json, or
+    // a ClientTrustConfig as model_signing's --trust_config) and who must have signed: the
+    // certificate's SAN (email or URI) and the OIDC issuer that vouched for it.
+    std::string trust_root_file;
+    std::string identity;
+    std::string identity_issuer;
     std::vector<std::string> ignore_paths;            // relative to the folder, besides the defaults
     bool ignore_git_paths = true;                     // the root's .git, .gitattributes, .github, .gitignore
     std::size_t threads = 0;                          // hashing threads; 0: one per core

@@ -250,13 +250,17 @@ Result<void> check_sct(X509* leaf, X509* issuer, const TrustedRoot& root, const 
 // The certificate's SAN values: email addresses, URIs, and Sigstore's otherName.
 std::vector<std::string> identities_of(X509* leaf) {
     std::vector<std::string> found;
+    // Fulcio's otherName for a username identity.
+    const std::unique_ptr<ASN1_OBJECT, decltype([](ASN1_OBJECT* o) { ASN1_OBJECT_free(o); })> sigstore_username(
+        OBJ_txt2obj("1.3.6.1.4.1.57264.1.7", 1));
     using Names = std::unique_ptr<GENERAL_NAMES, decltype([](GENERAL_NAMES* names) { GENERAL_NAMES_free(names); })>;
     Names names(static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(leaf, NID_subject_alt_name, nullptr, nullptr)));
     for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); ++i) {
         const GENERAL_NAME* entry = sk_GENERAL_NAME_value(names.get(), i);
         if (entry->type == GEN_EMAIL || entry->type == GEN_URI) {
             found.push_back(text_of(entry->d.ia5));
-        } else if (entry->type == GEN_OTHERNAME && entry->d.otherName->value->type == V_ASN1_UTF8STRING) {
+        } else if (entry->type == GEN_OTHERNAME && entry->d.otherName->value->type == V_ASN1_UTF8STRING &&
+                   OBJ_cmp(entry->d.otherName->type_id, sigstore_username.get()) == 0) {
             found.push_back(text_of(entry->d.otherName->value->value.utf8string));
         }
     }

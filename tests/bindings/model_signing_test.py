@@ -418,6 +418,13 @@ def python_loads(tmp, model, sigs, keys):
               "--public_key", pub)
     check("TensorSerializer(sign_key=, signature=): model_signing verifies it", out.returncode == 0,
           out.stderr[-2000:])
+    try:
+        import io
+        ringload.TensorSerializer(io.BytesIO(), sign_key=os.path.join(keys, "p256.key"))
+        check("TensorSerializer(file object, sign_key=) is refused", False, "no error")
+    except ValueError as error:
+        check("TensorSerializer(file object, sign_key=) is refused (the signature needs a path)",
+              "path" in str(error), error)
     summary = ringload.convert(path, os.path.join(tmp, "converted-py.pt"), sign_key=os.path.join(keys, "p256.key"))
     out = run(MODEL_SIGNING, "verify", "key", os.path.join(tmp, "converted-py.pt"), "--signature",
               summary["signature"], "--public_key", pub)

@@ -52,6 +52,9 @@ class TensorSerializer:
         # where; default the file's path + ".sig"); a local path only.
         self._signing = {"sign_key": os.fspath(sign_key) if sign_key else "",
                          "signature": os.fspath(signature) if signature else ""}
+        if sign_key and not isinstance(file_obj, (str, bytes, os.PathLike)):
+            raise ValueError("sign_key: signing takes a path to write to (the signature goes beside the file), "
+                             f"not a {type(file_obj).__name__}")
         self._metadata = [(str(k), str(v)) for k, v in (metadata or {}).items()]
         if compress_tensors:
             raise ValueError("compressed tensors are not supported (tensorizer deprecated them)")

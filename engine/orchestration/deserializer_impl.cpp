@@ -151,7 +151,9 @@ Result<RunStats> Deserializer::Impl::run_handler(const LoadOptions& options, Buf
     controls.progress_tensors_total = tensors_total;
     controls.tensors_done = tensors_done;
     if (options.signed_file) {
-        RL_TRY(check, SignedFileCheck::create(handler, plan, *options.signed_file, source->size_bytes()));
+        // A load to a device may decrypt or byte-swap in the slots: the hash reads copies then.
+        const bool to_device = options.device != "cpu";
+        RL_TRY(check, SignedFileCheck::create(handler, plan, *options.signed_file, source->size_bytes(), to_device));
         return run_on_loop(loop, run_plan(*source, ring_in_use, pool, check->plan(), *check, controls));
     }
     return run_on_loop(loop, run_plan(*source, ring_in_use, pool, plan, handler, controls));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace ringload {
 namespace {
@@ -19,15 +20,17 @@ std::string shard_text(const SignedFile& file, std::size_t shard) {
 
 } // namespace
 
-SignedFileCheck::SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file)
-    : inner_(inner), inner_plan_(inner_plan), file_(file) {
+SignedFileCheck::SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file,
+                                 bool copy_for_hash)
+    : inner_(inner), inner_plan_(inner_plan), file_(file), copy_for_hash_(copy_for_hash) {
     if (file.size_bytes > 0) {
         plan_.ranges.push_back({0, file.size_bytes});
     }
 }
 
 Result<std::unique_ptr<SignedFileCheck>> SignedFileCheck::create(ChunkHandler& inner, const Plan& inner_plan,
-                                                                 const SignedFile& file, std::uint64_t source_bytes) {
+                                                                 const SignedFile& file, std::uint64_t source_bytes,
+                                                                 bool copy_for_hash) {
     if (source_bytes != file.size_bytes) {
         return fail(errc::hash_mismatch, file.signature_file + ": " + file.path + " has " +
                                              std::to_string(source_bytes) + " bytes, not the " +
@@ -41,7 +44,7 @@ Result<std::unique_ptr<SignedFileCheck>> SignedFileCheck::create(ChunkHandler& i
         return fail(errc::invalid_argument, file.path + ": " + std::to_string(file.digests.size()) +
                                                 " signed digests for " + std::to_string(expected) + " shards");
     }
-    return std::make_unique<SignedFileCheck>(inner, inner_plan, file);
+    return std::make_unique<SignedFileCheck>(inner, inner_plan, file, copy_for_hash);
 }
 
 Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
@@ -49,10 +52,21 @@ Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
         std::lock_guard lock(failure_mutex_);
         return *failure_;
     }
-    const std::span<const std::byte> bytes = chunk->bytes();
-    sequencer_.submit(chunk->source_offset_bytes(), bytes.size(),
-                      [this, chunk] { hash_in_order(chunk->bytes(), chunk->source_offset_bytes()); });
-    return pass_wanted_parts(chunk);
+    // What the hash reads: the chunk itself, or (where the format changes bytes in their slot:
+    // decryption and byte swaps on the way to a device) a copy taken before it does.
+    std::span<const std::byte> bytes = chunk->bytes();
+    std::shared_ptr<const void> keep = chunk;
+    if (copy_for_hash_) {
+        auto copy = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
+        bytes = *copy;
+        keep = std::move(copy);
+    }
+    // The format's work first: this worker may go on to hash chunks parked behind this one, and
+    // the chunk's slot comes back only when both are done.
+    auto passed = pass_wanted_parts(chunk);
+    const std::uint64_t offset = chunk->source_offset_bytes();
+    sequencer_.submit(offset, bytes.size(), [this, keep, bytes, offset] { hash_in_order(bytes, offset); });
+    return passed;
 }
 
 // The format sees only its own plan's bytes: whole chunks where they lie inside one of its

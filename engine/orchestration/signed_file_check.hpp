@@ -30,9 +30,12 @@ namespace ringload {
 class SignedFileCheck final : public ChunkHandler {
 public:
     // `inner` and `inner_plan` (the format's) outlive this. Fails when the source's size is
-    // not the size the signature was checked against.
+    // not the size the signature was checked against. `copy_for_hash`: the format may change
+    // bytes in their slot (a load to a device decrypts and byte-swaps there), so the hash
+    // reads a copy taken before it does.
     static Result<std::unique_ptr<SignedFileCheck>> create(ChunkHandler& inner, const Plan& inner_plan,
-                                                           const SignedFile& file, std::uint64_t source_bytes);
+                                                           const SignedFile& file, std::uint64_t source_bytes,
+                                                           bool copy_for_hash);
 
     const Plan& plan() const noexcept { return plan_; }
 
@@ -44,7 +47,7 @@ public:
     Result<void> finish() override;
     void abandon() noexcept override;
 
-    SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file);
+    SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file, bool copy_for_hash);
 
 private:
     Result<void> pass_wanted_parts(const ChunkPtr& chunk);
@@ -54,6 +57,7 @@ private:
     ChunkHandler& inner_;
     const Plan& inner_plan_;
     const SignedFile& file_;
+    bool copy_for_hash_ = false;
     Plan plan_;
     Sequencer sequencer_{0};
     // Only the sequencer's one running piece touches these.

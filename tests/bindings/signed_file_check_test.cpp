@@ -62,8 +62,8 @@ SignedFile signed_file(const std::vector<std::byte>& bytes, std::uint64_t shard_
 
 // Runs the check over `bytes` in chunks of `chunk_bytes`, handed over in a shuffled order.
 Result<void> run_check(std::vector<std::byte> bytes, const SignedFile& file, RecordingHandler& inner,
-                       const Plan& inner_plan) {
-    RL_TRY(check, SignedFileCheck::create(inner, inner_plan, file, bytes.size()));
+                       const Plan& inner_plan, bool copy_for_hash = false) {
+    RL_TRY(check, SignedFileCheck::create(inner, inner_plan, file, bytes.size(), copy_for_hash));
     EXPECT_EQ(check->plan().total_bytes(), bytes.size());
     constexpr std::size_t chunk_bytes = 1000;
     std::vector<ChunkPtr> chunks;
@@ -118,11 +118,46 @@ TEST(SignedFileCheck, AChangedByteFailsNamingTheFileAndShard) {
     EXPECT_NE(failed.error().detail.find("shard 6000:9000"), std::string::npos) << failed.error().detail;
 }
 
+// Changes the bytes where they lie, as decryption and byte swaps do on the way to a device.
+class ChangingHandler final : public ChunkHandler {
+public:
+    Result<void> process(const ChunkPtr& chunk) override {
+        for (std::byte& byte : chunk->mutable_bytes()) {
+            byte ^= std::byte{0x5a};
+        }
+        return {};
+    }
+    Result<void> finish() override { return {}; }
+};
+
+TEST(SignedFileCheck, HashesTheFilesBytesWhenTheFormatChangesThemInTheirSlot) {
+    const auto bytes = random_bytes(10000, 5);
+    Plan whole;
+    whole.ranges = {{0, bytes.size()}};
+    ChangingHandler changing;
+    const SignedFile file = signed_file(bytes, 0); // outlives the check, as LoadOptions::signed_file does
+    auto check = SignedFileCheck::create(changing, whole, file, bytes.size(), true);
+    ASSERT_TRUE(check);
+    auto copy = bytes; // the "slots"
+    std::vector<ChunkPtr> chunks;
+    for (std::size_t at = 0; at < copy.size(); at += 1000) {
+        chunks.push_back(std::make_shared<const Chunk>(SlotLease{}, at, 0, 1000, copy.data() + at));
+    }
+    std::shuffle(chunks.begin(), chunks.end(), std::mt19937(3));
+    for (const ChunkPtr& chunk : chunks) {
+        ASSERT_TRUE((*check)->process(chunk));
+    }
+    chunks.clear();
+    EXPECT_TRUE((*check)->finish());
+    EXPECT_NE(copy, bytes); // the handler did change them
+}
+
 TEST(SignedFileCheck, AFileOfAnotherSizeIsRefusedBeforeReading) {
     const auto bytes = random_bytes(100, 3);
     RecordingHandler inner(bytes.size());
     Plan plan;
-    auto created = SignedFileCheck::create(inner, plan, signed_file(bytes, 0), 101);
+    const SignedFile file = signed_file(bytes, 0);
+    auto created = SignedFileCheck::create(inner, plan, file, 101, false);
     ASSERT_FALSE(created);
     EXPECT_NE(created.error().detail.find("changed"), std::string::npos);
 }

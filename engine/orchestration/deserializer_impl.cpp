@@ -391,10 +391,7 @@ Result<std::unique_ptr<Deserializer::Impl>> Deserializer::Impl::open(std::string
 
 Result<LoadedModel> Deserializer::Impl::load_signed(const LoadOptions& options, const LoadLayout& layout,
                                                     WorkerPool& pool, int ordinal) {
-    if (options.placement == Placement::mapped_file) {
-        return fail(errc::unsupported, source_name() + ": cannot leave the tensors in the file's pages: " +
-                                           *why_not_mapped(options, layout, ordinal));
-    }
+    // (Placement::mapped_file is refused by load_on: why_not_mapped names the signature.)
     // Streamed hand-over waits for the whole file's digest: tensors are collected as they
     // complete and handed over, in the order they came, once it matched.
     std::vector<StreamedTensor> held;

@@ -11,15 +11,15 @@
 #include "formats/model_signing/statement.hpp"
 #include "formats/model_signing/trust.hpp"
 #include "model_folder.hpp"
+#include "ringload/io/file_sink.hpp"
+#include "run_on_loop.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <boost/asio/io_context.hpp>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -109,22 +109,46 @@ std::string shard_name(const std::string& file, std::uint64_t begin, std::uint64
     return file + ":" + std::to_string(begin) + ":" + std::to_string(end);
 }
 
+// One file's pieces, named as the statement names them: the whole file (shard_bytes 0, an
+// empty file too), or its shards (an empty file has none).
+void add_pieces(Expected& expected, const FolderFile& file, std::uint64_t shard_bytes) {
+    if (shard_bytes == 0) {
+        expected.ranges.push_back({&file, 0, file.size_bytes});
+        expected.names.push_back(file.name);
+        return;
+    }
+    for (std::uint64_t begin = 0; begin < file.size_bytes; begin += shard_bytes) {
+        const std::uint64_t end = std::min(file.size_bytes, begin + shard_bytes);
+        expected.ranges.push_back({&file, begin, end});
+        expected.names.push_back(shard_name(file.name, begin, end));
+    }
+}
+
+std::uint64_t shard_bytes_of(const SignedStatement& statement) {
+    return statement.sharded ? statement.shard_size : 0;
+}
+
 // The files or shards of the folder, named as the statement names them.
 Expected pieces_of(const std::vector<FolderFile>& files, const SignedStatement& statement) {
     Expected expected;
     for (const FolderFile& file : files) {
-        if (!statement.sharded) {
-            expected.ranges.push_back({&file, 0, file.size_bytes});
-            expected.names.push_back(file.name);
-            continue;
-        }
-        for (std::uint64_t begin = 0; begin < file.size_bytes; begin += statement.shard_size) {
-            const std::uint64_t end = std::min(file.size_bytes, begin + statement.shard_size);
-            expected.ranges.push_back({&file, begin, end});
-            expected.names.push_back(shard_name(file.name, begin, end));
-        }
+        add_pieces(expected, file, shard_bytes_of(statement));
     }
     return expected;
+}
+
+// The first piece whose SHA-256 is not its expected one, failing with `who` (the file or the
+// model folder) and the piece's name; nothing when all match.
+Result<void> compare_digests(const Expected& found, const std::vector<std::string>& digests,
+                             const std::function<const std::string&(std::size_t)>& expected, const std::string& name,
+                             const std::string& who) {
+    for (std::size_t k = 0; k < digests.size(); ++k) {
+        if (digests[k] != expected(k)) {
+            return fail(errc::hash_mismatch,
+                        name + ": " + who + found.names[k] + " does not match its signed SHA-256 (the file changed)");
+        }
+    }
+    return {};
 }
 
 Result<std::map<std::string, std::string>> signed_digests(const SignedStatement& statement, const std::string& name) {
@@ -275,16 +299,11 @@ Result<std::shared_ptr<const SignedFile>> SignedModel::file(const std::string& p
     }
     const SignedStatement& statement = state.verified.statement;
     const auto& listed = state.verified.listed;
-    std::vector<std::string> names;
-    if (!statement.sharded) {
-        names.push_back(name);
-    } else {
-        signed_file->shard_bytes = statement.shard_size;
-        for (std::uint64_t begin = 0; begin < signed_file->size_bytes; begin += statement.shard_size) {
-            names.push_back(shard_name(name, begin, std::min(signed_file->size_bytes, begin + statement.shard_size)));
-        }
-    }
-    for (const std::string& piece : names) {
+    signed_file->shard_bytes = shard_bytes_of(statement);
+    Expected pieces;
+    const FolderFile as_named{name, path, signed_file->size_bytes};
+    add_pieces(pieces, as_named, signed_file->shard_bytes);
+    for (const std::string& piece : pieces.names) {
         const auto entry = listed.find(piece);
         if (entry == listed.end()) {
             return fail(errc::signature_invalid,
@@ -297,27 +316,19 @@ Result<std::shared_ptr<const SignedFile>> SignedModel::file(const std::string& p
 }
 
 Result<void> verify_signed_file(const SignedFile& file, std::size_t threads) {
-    const FolderFile folder_file{file.path, file.path, file.size_bytes};
-    std::vector<ByteRange> ranges;
-    if (file.shard_bytes == 0) {
-        ranges.push_back({&folder_file, 0, file.size_bytes});
-    }
-    for (std::uint64_t begin = 0; file.shard_bytes != 0 && begin < file.size_bytes; begin += file.shard_bytes) {
-        ranges.push_back({&folder_file, begin, std::min(file.size_bytes, begin + file.shard_bytes)});
-    }
     std::error_code error;
     if (fs::file_size(file.path, error) != file.size_bytes || error) {
         return fail(errc::hash_mismatch,
                     file.signature_file + ": " + file.path + " changed size since it was checked (the file changed)");
     }
-    RL_TRY(digests, hash_ranges(ranges, threads));
-    for (std::size_t k = 0; k < digests.size(); ++k) {
-        if (digests[k] != file.digests.at(k)) {
-            return fail(errc::hash_mismatch, file.signature_file + ": " + file.path +
-                                                 " does not match its signed SHA-256 (the file changed)");
-        }
-    }
-    return {};
+    const FolderFile whole{"", file.path, file.size_bytes};
+    Expected pieces;
+    add_pieces(pieces, whole, file.shard_bytes);
+    pieces.names.assign(pieces.names.size(), ""); // the message names the file (`who`) alone
+    RL_TRY(digests, hash_ranges(pieces.ranges, threads));
+    return compare_digests(
+        pieces, digests, [&](std::size_t k) -> const std::string& { return file.digests.at(k); }, file.signature_file,
+        file.path);
 }
 
 Result<void> SignedModel::verify_file(const std::string& path) const {
@@ -342,12 +353,9 @@ Result<ModelSignatureSummary> SignedModel::verify_files(const std::vector<std::s
     }
     const Expected found = pieces_of(files, state.verified.statement);
     RL_TRY(digests, hash_ranges(found.ranges, threads));
-    for (std::size_t k = 0; k < found.names.size(); ++k) {
-        if (state.verified.listed.at(found.names[k]) != digests[k]) {
-            return fail(errc::hash_mismatch, state.check.signature_file + ": " + state.model + "/" + found.names[k] +
-                                                 " does not match its signed SHA-256 (the file changed)");
-        }
-    }
+    RL_TRY_VOID(compare_digests(
+        found, digests, [&](std::size_t k) -> const std::string& { return state.verified.listed.at(found.names[k]); },
+        state.check.signature_file, state.model + "/"));
     ModelSignatureSummary summary;
     summary.files = files.size();
     summary.resources = found.ranges.size();
@@ -391,32 +399,14 @@ Result<EcKey> signing_key(const std::string& private_key_file) {
     return EcKey::private_from_pem(pem, private_key_file);
 }
 
-// `text` at `path`, whole or not at all: a temporary file, flushed to the disk, renamed.
+// `text` at `path`, whole or not at all, through the writers' own FileSink (an unnamed
+// temporary file, made durable, then put in place; nothing left behind after kill -9).
 Result<void> write_durably(const std::string& path, const std::string& text) {
-    const std::string temporary = path + ".ringload-tmp";
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        return fail(errc::io_error, path + ": cannot write the signature: " + std::strerror(errno));
-    }
-    std::size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
-        if (wrote <= 0) {
-            break;
-        }
-        done += static_cast<std::size_t>(wrote);
-    }
-    const bool durable = done == text.size() && ::fsync(fd) == 0;
-    ::close(fd);
-    std::error_code error;
-    if (durable) {
-        fs::rename(temporary, path, error);
-    }
-    if (!durable || error) {
-        fs::remove(temporary, error);
-        return fail(errc::io_error, path + ": cannot write the signature");
-    }
-    return {};
+    asio::io_context loop{1};
+    RL_TRY(sink, create_file_sink(loop, path));
+    const PageWrite whole{0, std::as_bytes(std::span(text.data(), text.size()))};
+    RL_TRY_VOID(run_on_loop(loop, sink->write_pages({&whole, 1})));
+    return sink->commit(text.size());
 }
 
 // The key method's bundle of `statement`, its subject named `model_name`, at write.signature_file.

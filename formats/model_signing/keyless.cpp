@@ -141,7 +141,7 @@ Result<void> check_body(const LogEntry& entry, const SignatureBundle& bundle, X5
         body.value("apiVersion", "") != "0.0.1") {
         return invalid(name, "the log entry's body is not a dsse 0.0.1 entry");
     }
-    const json expected_hash = {{"algorithm", "sha256"}, {"value", to_hex(raw_sha256(bundle.payload))}};
+    const json expected_hash = {{"algorithm", "sha256"}, {"value", sha256_hex(bundle.payload)}};
     if (!spec->contains("payloadHash") || (*spec)["payloadHash"] != expected_hash) {
         return invalid(name, "the log entry is for another payload (its payload hash differs)");
     }

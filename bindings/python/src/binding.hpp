@@ -8,6 +8,7 @@
 #include "ringload/crypto_params.hpp"
 #include "ringload/error.hpp"
 #include "ringload/ringload.hpp"
+#include "ringload/serializer.hpp"
 
 #include <nanobind/nanobind.h>
 
@@ -41,6 +42,10 @@ inline void value_or_throw(Result<void> result) {
         throw EngineFailure(result.error());
     }
 }
+
+// A write's signature (WriteOptions::sign_key_file) in its summary dict: "signature" (where)
+// and "sha256" (what was signed), when it signed (serializer_binding.cpp).
+void add_signature(nb::dict& out, const WriteSummary& written);
 
 // A writer's encryption from the binding's key= (raw bytes) or passphrase= (Argon2id at this
 // cost, with salt= or a random salt), or none.

@@ -263,10 +263,7 @@ public:
         out["file_bytes"] = summary.written.file_bytes;
         out["data_version"] = summary.written.data_version;
         out["seconds"] = summary.written.seconds;
-        if (!summary.written.signature_file.empty()) {
-            out["signature"] = summary.written.signature_file;
-            out["sha256"] = summary.written.sha256_hex;
-        }
+        add_signature(out, summary.written);
         return out;
     }
 

@@ -98,14 +98,18 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     out["data_version"] = summary.data_version;
     out["seconds"] = summary.seconds;
     out["how"] = summary.how;
-    if (!summary.signature_file.empty()) {
-        out["signature"] = summary.signature_file;
-        out["sha256"] = summary.sha256_hex;
-    }
+    add_signature(out, summary);
     return out;
 }
 
 } // namespace
+
+void add_signature(nb::dict& out, const WriteSummary& written) {
+    if (!written.signature_file.empty()) {
+        out["signature"] = written.signature_file;
+        out["sha256"] = written.sha256_hex;
+    }
+}
 
 std::optional<EncryptionParams> encryption_params(const std::optional<nb::bytes>& key,
                                                   const std::optional<std::string>& passphrase, std::uint64_t opslimit,

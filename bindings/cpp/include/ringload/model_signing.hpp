@@ -44,9 +44,9 @@ struct SignatureCheck {
     std::string trust_root_file;
     std::string identity;
     std::string identity_issuer;
-    std::vector<std::string> ignore_paths;            // relative to the folder, besides the defaults
-    bool ignore_git_paths = true;                     // the root's .git, .gitattributes, .github, .gitignore
-    std::size_t threads = 0;                          // hashing threads; 0: one per core
+    std::vector<std::string> ignore_paths; // relative to the folder, besides the defaults
+    bool ignore_git_paths = true;          // the root's .git, .gitattributes, .github, .gitignore
+    std::size_t threads = 0;               // hashing threads; 0: one per core
 };
 
 struct ModelSignatureSummary {

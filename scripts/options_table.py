@@ -21,6 +21,8 @@ def table() -> str:
         flag = "--" + row["name"].replace("_", "-")
         if row["kind"] == "choice":
             default = " / ".join(f"**{c}**" if c == row["default"] else c for c in row["choices"])
+        elif row["kind"] == "flag" and row["default"] == "true":
+            default, flag = "true", "--no-" + flag[2:]  # on unless turned off
         elif row["kind"] == "flag":
             default = "false"
         else:

@@ -28,7 +28,11 @@ void add_network_options(CLI::App& command, NetworkArgs& args, bool with_load_ro
             continue;
         }
         const std::string name(row.name);
-        if (row.kind == OptionKind::flag) {
+        if (row.kind == OptionKind::flag && row.default_text == "true") {
+            // On unless said: --no-cache-validate.
+            command.add_flag("--no-" + flag_of(row.name).substr(2), args.negated[name],
+                             "Turn off: " + std::string(row.help));
+        } else if (row.kind == OptionKind::flag) {
             command.add_flag(flag_of(row.name), args.flags[name], help_of(row));
         } else {
             // Checked by set_option, whose message names the option and what it must be.
@@ -49,6 +53,11 @@ Result<void> apply_options(const NetworkArgs& args, OpenOptions& open, LoadOptio
     for (const auto& [name, given] : args.flags) {
         if (given) {
             RL_TRY_VOID(set_option(open, load, name, "true"));
+        }
+    }
+    for (const auto& [name, given] : args.negated) {
+        if (given) {
+            RL_TRY_VOID(set_option(open, load, name, "false"));
         }
     }
     return {};

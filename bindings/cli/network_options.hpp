@@ -19,6 +19,7 @@ namespace ringload::cli {
 struct NetworkArgs {
     std::map<std::string, std::string> given; // option name -> text, for those on the command line
     std::map<std::string, bool> flags;        // flag rows: set when given
+    std::map<std::string, bool> negated;      // flag rows on by default: --no-NAME given
 };
 
 void add_network_options(CLI::App& command, NetworkArgs& args, bool with_load_rows = false);

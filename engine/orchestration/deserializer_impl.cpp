@@ -17,6 +17,7 @@
 #include "ringload/engine/hashes.hpp"
 #include "ringload/host_arena.hpp"
 #include "ringload/io/file_source.hpp"
+#include "ringload/io/object_cache.hpp"
 #include "ringload/io/reader_source.hpp"
 #include "ringload/io/source_registry.hpp"
 #include "ringload/memory_backing.hpp"
@@ -353,7 +354,7 @@ Result<std::unique_ptr<Deserializer::Impl>> Deserializer::Impl::open(std::string
         ExternalReader& reader = *options.external_reader;
         impl->source = make_reader_source(impl->uri, reader.size_bytes, std::move(reader.read), reader.how);
     } else if (const SourceKind* kind = source_for(uri)) {
-        RL_TRY(source, run_on_loop(impl->loop, kind->open(impl->loop, impl->uri, options.network)));
+        RL_TRY(source, run_on_loop(impl->loop, open_cached_source(impl->loop, *kind, impl->uri, options.network)));
         impl->source = std::move(source);
     } else {
         RL_TRY(path, local_path_of(uri));

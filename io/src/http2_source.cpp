@@ -43,6 +43,7 @@ public:
 
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return object_.size_bytes(); }
+    std::string version() const override { return object_.version(); }
     std::size_t preferred_read_bytes() const override { return options_.range_size_bytes; }
     std::string describe() const override {
         return std::string(url_.scheme == "https" ? "HTTP/2 over TLS, " : "HTTP/2 cleartext (h2c), ") +

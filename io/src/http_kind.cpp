@@ -21,8 +21,10 @@ Task<Result<std::unique_ptr<Source>>> open_http_url(asio::io_context& loop, std:
     http.explain_error = [](unsigned, std::string_view body) { return s3_error_summary(body); };
     const bool tls = uri.starts_with("https://");
     // http://: HTTP/1.1 unless asked (h2c needs prior knowledge); https://: ALPN decides.
-    const bool try_http2 =
-        network.http_version == HttpVersion::http2 || (tls && network.http_version == HttpVersion::automatic);
+    // A cache's version check (open_without_reading) asks with an HTTP/1.1 HEAD where the server
+    // may speak either.
+    const bool try_http2 = network.http_version == HttpVersion::http2 ||
+                           (tls && network.http_version == HttpVersion::automatic && !network.open_without_reading);
     if (try_http2) {
         Http2SourceOptions http2;
         http2.streams_per_connection = network.streams_per_connection;

@@ -72,6 +72,13 @@ public:
                    : static_cast<std::size_t>(std::min<std::uint64_t>(wanted, size_bytes_ - offset_bytes));
     }
     std::uint64_t size_bytes() const { return size_bytes_; }
+    // "734003200 bytes, ETag \"65f2-2bc\"" (Source::version); "" before the object is known or
+    // when its answers carry no validator.
+    std::string version() const {
+        return known_ && !validator_name_.empty()
+                   ? std::to_string(size_bytes_) + " bytes, " + validator_name_ + " " + validator_
+                   : std::string();
+    }
     // Pins size and validator from a whole-object answer (a server that ignores Range).
     void pin_whole(std::uint64_t size_bytes, const ResponseFacts& response);
     bool same_whole(std::uint64_t size_bytes, const ResponseFacts& response) const;

@@ -85,14 +85,21 @@ inline std::string range_header_value(std::uint64_t offset_bytes, std::size_t le
     return "bytes=" + std::to_string(offset_bytes) + "-" + std::to_string(offset_bytes + length - 1);
 }
 
-// The signer's headers for a GET of `url` with Range `range` ("" for none; none without a
-// signer), for both HTTP versions. `options` belongs to the source that awaits this.
-inline Task<Result<std::vector<HttpSourceOptions::Header>>> sign_get(const HttpSourceOptions& options, Url url,
-                                                                     std::string range) {
+// The signer's headers for a `method` request of `url` with Range `range` ("" for none; none
+// without a signer), for both HTTP versions. `options` belongs to the source that awaits this.
+inline Task<Result<std::vector<HttpSourceOptions::Header>>> sign_request_as(const HttpSourceOptions& options,
+                                                                            std::string method, Url url,
+                                                                            std::string range) {
     if (!options.sign_request) {
         co_return std::vector<HttpSourceOptions::Header>();
     }
-    auto signing = options.sign_request(std::move(url), "GET", std::move(range));
+    auto signing = options.sign_request(std::move(url), std::move(method), std::move(range));
+    co_return co_await std::move(signing);
+}
+
+inline Task<Result<std::vector<HttpSourceOptions::Header>>> sign_get(const HttpSourceOptions& options, Url url,
+                                                                     std::string range) {
+    auto signing = sign_request_as(options, "GET", std::move(url), std::move(range));
     co_return co_await std::move(signing);
 }
 

@@ -65,6 +65,7 @@ public:
 
     const std::string& name() const override { return name_; }
     std::uint64_t size_bytes() const override { return object_.size_bytes(); }
+    std::string version() const override { return object_.version(); }
     // 8 MiB range requests by default: 1.5 GB/s on loopback against 1.3 with 4 MiB (fewer
     // round trips).
     std::size_t preferred_read_bytes() const override { return options_.range_size_bytes; }
@@ -84,6 +85,13 @@ public:
             co_return fail(errc::io_error, name_ + ": cannot resolve " + url_.host + ": " + resolved.error().detail);
         }
         endpoints_ = std::move(*resolved);
+        if (options_.open_without_reading) {
+            auto asking = learn_by_head();
+            if (co_await std::move(asking)) {
+                co_return Result<void>();
+            }
+            // No usable answer to HEAD (a URL presigned for GET alone): the range GET below tells.
+        }
         std::vector<std::byte> head(head_bytes);
         RL_CO_TRY(got, co_await read_range(0, head));
         keep_head(std::span<const std::byte>(head).first(got));
@@ -91,6 +99,33 @@ public:
     }
 
 private:
+    // The object's size and validator from a HEAD, following redirects: no byte of it read.
+    // False where no 200 with a Content-Length comes back.
+    Task<bool> learn_by_head() {
+        for (std::size_t hop = 0; hop <= max_redirects; ++hop) {
+            auto connection = co_await acquire();
+            auto asking = head_exchange(*connection);
+            Result<HeadAnswer> answer = co_await std::move(asking);
+            release(std::move(connection), false); // the one HEAD it carries; reads open their own
+            if (!answer) {
+                co_return false;
+            }
+            if (is_redirect(answer->facts.status) && !answer->facts.location.empty()) {
+                auto following = follow_redirect(answer->facts.location);
+                if (!co_await std::move(following)) {
+                    co_return false;
+                }
+                continue;
+            }
+            if (answer->facts.status != 200 || !answer->content_length) {
+                co_return false;
+            }
+            object_.pin_whole(*answer->content_length, answer->facts);
+            co_return true;
+        }
+        co_return false;
+    }
+
     Task<std::unique_ptr<Connection>> acquire() {
         auto acquiring = connections_.acquire([this](asio::any_io_executor loop) {
             auto connection = std::make_unique<Connection>(std::move(loop), tls_context_.get());
@@ -214,6 +249,40 @@ private:
         co_return SignedGet{std::move(url), std::move(range), std::move(headers)};
     }
 
+    struct HeadAnswer {
+        ResponseFacts facts;
+        std::optional<std::uint64_t> content_length;
+    };
+
+    Task<Result<HeadAnswer>> head_exchange(Connection& connection) {
+        if (!connection.connected) {
+            auto connecting = connect(connection);
+            Exchange failed = co_await std::move(connecting);
+            if (!failed.bytes) {
+                co_return failed.bytes.error();
+            }
+            connection.connected = true;
+        }
+        auto signing = sign_request_as(options_, "HEAD", url_, "");
+        RL_CO_TRY(headers, co_await std::move(signing));
+        SignedGet head{url_, "", std::move(headers)};
+        auto asking =
+            connection.stream.visit([&](auto& stream) { return head_on(stream, connection, std::move(head)); });
+        co_return co_await std::move(asking);
+    }
+
+    template <class Stream>
+    Task<Result<HeadAnswer>> head_on(Stream& stream, Connection& connection, SignedGet head) {
+        std::optional<ResponseHeadParser> parser;
+        auto sending = send_request(stream, connection, http::verb::head, nullptr, std::move(head), parser);
+        const boost::system::error_code ec = co_await std::move(sending);
+        if (ec) {
+            co_return fail(errc::io_error, name_ + ": HEAD: " + no_response(ec, parser));
+        }
+        const auto& response = parser->get();
+        co_return HeadAnswer{facts_of(response), parse_number(response[http::field::content_length])};
+    }
+
     // Sends a GET for the object (with `range` as its Range header, if given) and reads the
     // final response's header into `parser`; the body is left to the caller. Interim 1xx
     // responses (100 Continue, 103 Early Hints) are heads without bodies that may come first:
@@ -221,7 +290,16 @@ private:
     template <class Stream>
     Task<boost::system::error_code> send_get(Stream& stream, Connection& connection, const std::string* range,
                                              SignedGet get, std::optional<ResponseHeadParser>& parser) {
-        http::request<http::empty_body> request{http::verb::get, get.url.target, 11};
+        auto sending = send_request(stream, connection, http::verb::get, range, std::move(get), parser);
+        co_return co_await std::move(sending);
+    }
+
+    // send_get's request with another method (HEAD: learn_by_head).
+    template <class Stream>
+    Task<boost::system::error_code> send_request(Stream& stream, Connection& connection, http::verb method,
+                                                 const std::string* range, SignedGet get,
+                                                 std::optional<ResponseHeadParser>& parser) {
+        http::request<http::empty_body> request{method, get.url.target, 11};
         request.set(http::field::host, get.url.host_header);
         request.set(http::field::user_agent, user_agent);
         if (range != nullptr) {

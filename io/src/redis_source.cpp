@@ -6,6 +6,7 @@
 #include "network_source.hpp"
 #include "redis_connection.hpp"
 #include "retry_policy.hpp"
+#include "ringload/engine/hashes.hpp"
 #include "ringload/io/redis_layout.hpp"
 
 #include <algorithm>
@@ -88,10 +89,33 @@ public:
         // Empty keys hold no bytes: reads never need them.
         std::erase_if(keys, [](const RedisKeyRange& k) { return k.length_bytes == 0; });
         keys_ = std::move(keys);
+        // The head serves the index's small reads, and with the keys' lengths names the version.
+        std::vector<std::byte> head(std::min<std::uint64_t>(head_bytes, size_bytes_));
+        auto reading = read_exactly_at(*this, 0, head);
+        RL_CO_TRY_VOID(co_await std::move(reading));
+        keep_head(head);
+        version_ = version_of(keys_, head);
         co_return Result<void>();
     }
 
+    // Redis keeps no version of a value: the digest of the keys' names, offsets and lengths and of
+    // the file's head (its header and index) stands in, which any rewrite of the file changes.
+    std::string version() const override { return version_; }
+
 private:
+    std::string version_of(const std::vector<RedisKeyRange>& keys, std::span<const std::byte> head) const {
+        Sha256 digest;
+        for (const RedisKeyRange& key : keys) {
+            const std::string line =
+                key.key + " " + std::to_string(key.offset_bytes) + " " + std::to_string(key.length_bytes) + "\n";
+            digest.update(std::as_bytes(std::span(line)));
+        }
+        digest.update(head);
+        const Sha256Digest sum = digest.finish();
+        return std::to_string(size_bytes_) + " bytes in " + std::to_string(keys.size()) + " keys, digest " +
+               to_hex(std::span(sum).first(16));
+    }
+
     // Every key under the prefix, each once (SCAN may repeat keys).
     Task<Result<std::vector<std::string>>> list_keys() {
         const std::string pattern = redis_scan_pattern(uri_.prefix);
@@ -244,6 +268,7 @@ private:
     tcp::resolver::results_type endpoints_;
     std::vector<RedisKeyRange> keys_; // non-empty keys, by offset: they tile [0, size_bytes_)
     std::uint64_t size_bytes_ = 0;
+    std::string version_;
     ConnectionPool<RedisConnection> connections_;
     Backoff backoff_;                 // 100 ms doubling up to 5 s, with jitter
     std::set<RedisConnection*> busy_; // with a request in flight

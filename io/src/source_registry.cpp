@@ -75,6 +75,7 @@ HttpSourceOptions http_source_options(const NetworkOptions& network) {
     http.attempts = network.attempts;
     http.ca_file = network.ca_file;
     http.insecure = network.insecure;
+    http.open_without_reading = network.open_without_reading;
     if (network.range_size_bytes != 0) {
         http.range_size_bytes = network.range_size_bytes;
     }

@@ -146,7 +146,9 @@ class S3FaultProxy:
                 for name, value in response.getheaders():
                     if name.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
                         self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
+                # A HEAD's answer has no body but says the object's length.
+                length = response.getheader("Content-Length") if self.command == "HEAD" else None
+                self.send_header("Content-Length", length or str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
                 connection.close()

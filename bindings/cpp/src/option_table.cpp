@@ -73,6 +73,31 @@ struct SharedRow {
     FieldAccess access;
 };
 
+// The node-local cache's settings (NetworkOptions::cache_*; object_cache.hpp).
+void add_cache_rows(std::vector<SharedRow>& rows) {
+    rows.push_back({{"cache",
+                     OptionKind::text,
+                     {},
+                     "remote sources: a directory that keeps what a load reads, so that the next load of the same "
+                     "version reads it locally (/dev/shm/... for memory)"},
+                    {[](const OpenOptions& o, const LoadOptions&) { return o.network.cache_dir; },
+                     [](OpenOptions& o, LoadOptions&, std::string_view t) { o.network.cache_dir = std::string(t); }}});
+    rows.push_back(
+        {{"cache_validate",
+          OptionKind::flag,
+          {},
+          "cache: ask the server whether the object changed (one HEAD) before using a whole entry"},
+         {[](const OpenOptions& o, const LoadOptions&) {
+              return std::string(o.network.cache_validate ? "true" : "false");
+          },
+          [](OpenOptions& o, LoadOptions&, std::string_view t) { o.network.cache_validate = t == "true"; }}});
+    rows.push_back({{"cache_max_bytes",
+                     OptionKind::bytes,
+                     {},
+                     "cache: bytes the directory may hold, least recently used entries evicted (0: no limit)"},
+                    network_number(&NetworkOptions::cache_max_bytes)});
+}
+
 std::vector<SharedRow> shared_rows() {
     auto choice = [](std::string_view name, std::vector<std::string_view> choices, std::string_view help) {
         return OptionRow{name, OptionKind::choice, std::move(choices), help};
@@ -122,6 +147,7 @@ std::vector<SharedRow> shared_rows() {
         {{"insecure", OptionKind::flag, {}, "https: do not check the server's certificate"},
          {[](const OpenOptions& o, const LoadOptions&) { return std::string(o.network.insecure ? "true" : "false"); },
           [](OpenOptions& o, LoadOptions&, std::string_view t) { o.network.insecure = t == "true"; }}});
+    add_cache_rows(rows);
     return rows;
 }
 

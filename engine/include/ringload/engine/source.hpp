@@ -57,6 +57,10 @@ public:
     // network source copies from its socket or receive buffer anyway, so it can put tensor
     // data straight where it belongs and save the slot-to-tensor copy.
     virtual bool accepts_any_destination() const { return false; }
+    // What identifies the object's version at its source ("734003200 bytes, ETag \"65f2-2bc\""),
+    // for a cache to tell whether what it kept is still the object; "" when the source has no
+    // such thing (nothing of it is cached then). Known once the source is open.
+    virtual std::string version() const { return {}; }
     // The read size (ring slot size) that suits it when the caller has no preference.
     virtual std::size_t preferred_read_bytes() const { return 4 << 20; }
 

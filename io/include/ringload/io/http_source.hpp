@@ -47,6 +47,9 @@ struct HttpSourceOptions {
     std::string ca_file;
     bool insecure = false;
     std::size_t range_size_bytes = 8 << 20; // the read size the source asks the engine for
+    // Open with a HEAD (size and validator, no byte read: what a cache holding the bytes asks),
+    // falling back to the first range GET where the HEAD gets no 200 (a URL presigned for GET).
+    bool open_without_reading = false;
     // Headers a request carries besides Host, User-Agent and Range: awaited before each request
     // (after redirects too), so that a signer may fetch or refresh a token over the network
     // first. S3's SigV4 Authorization is one. `range` is the value of the Range header the

@@ -57,6 +57,19 @@ struct NetworkOptions {
     // The settings of registered sources (SourceKind::options, source_registry.hpp) by name, as
     // text: {"gcs_endpoint", "http://127.0.0.1:4443"}. Each source parses its own when it opens.
     std::map<std::string, std::string, std::less<>> source_settings;
+
+    // A node-local cache of remote objects (object_cache.hpp): the directory its entries live in
+    // ("": none). A load keeps what it reads there, and the next load of the same version reads
+    // it from the local disk. `cache_validate` false: a whole entry is used without asking the
+    // server whether the object changed. `cache_max_bytes`: what the directory may hold (least
+    // recently used entries evicted; 0: no limit).
+    std::string cache_dir;
+    bool cache_validate = true;
+    std::uint64_t cache_max_bytes = 0;
+    // Set by the cache, not by users: open learning the object's size and version alone, no
+    // byte of it read (HTTP: a HEAD instead of the first range GET); a source without such a
+    // way opens as usual.
+    bool open_without_reading = false;
 };
 
 } // namespace ringload

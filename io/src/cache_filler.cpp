@@ -30,7 +30,10 @@ std::uint32_t crc_of(std::span<const std::byte> bytes) {
 } // namespace
 
 CacheFiller::CacheFiller(CacheEntry& entry, std::string name)
-    : entry_(entry), name_(std::move(name)), thread_([this] { run(); }) {}
+    : entry_(entry),
+      name_(std::move(name)),
+      direct_fd_(::open(entry.data_path().c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC)),
+      thread_([this] { run(); }) {}
 
 CacheFiller::~CacheFiller() {
     {
@@ -39,6 +42,21 @@ CacheFiller::~CacheFiller() {
     }
     wake_.notify_all();
     thread_.join();
+    if (direct_fd_ >= 0) {
+        ::close(direct_fd_);
+    }
+}
+
+void CacheFiller::write(std::uint64_t offset_bytes, std::span<const std::byte> bytes, std::function<void()> done) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!stopped_ && !bytes.empty()) {
+            queue_.push_back({offset_bytes, {}, bytes, std::move(done)});
+            wake_.notify_one();
+            return;
+        }
+    }
+    done();
 }
 
 void CacheFiller::add(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
@@ -50,7 +68,10 @@ void CacheFiller::add(std::uint64_t offset_bytes, std::span<const std::byte> byt
     if (stopped_) {
         return;
     }
-    queue_.push_back({offset_bytes, std::vector<std::byte>(bytes.begin(), bytes.end())});
+    Piece& piece = queue_.emplace_back();
+    piece.offset_bytes = offset_bytes;
+    piece.owned.assign(bytes.begin(), bytes.end());
+    piece.bytes = piece.owned;
     queued_bytes_ += bytes.size();
     lock.unlock();
     wake_.notify_one();
@@ -71,10 +92,13 @@ void CacheFiller::run() {
         if (!queue_.empty()) {
             Piece piece = std::move(queue_.front());
             queue_.pop_front();
-            queued_bytes_ -= piece.bytes.size();
+            queued_bytes_ -= piece.owned.size();
             lock.unlock();
             room_.notify_all();
-            write(piece);
+            write_piece(piece);
+            if (piece.done) {
+                piece.done();
+            }
             lock.lock();
             continue;
         }
@@ -94,34 +118,46 @@ void CacheFiller::run() {
     }
 }
 
-void CacheFiller::write(const Piece& piece) {
+void CacheFiller::write_piece(const Piece& piece) {
     {
         std::lock_guard lock(mutex_);
         if (stopped_) {
             return;
         }
     }
-    std::span<const std::byte> rest = piece.bytes;
-    std::uint64_t at = piece.offset_bytes;
-    while (!rest.empty()) {
-        const ssize_t put = ::pwrite(entry_.data_fd(), rest.data(), rest.size(), static_cast<off_t>(at));
+    if (!write_at(piece.offset_bytes, piece.bytes)) {
+        return;
+    }
+    account(piece.offset_bytes, piece.bytes);
+}
+
+// Whole pages (in memory and in the file) with O_DIRECT, the rest through the page cache.
+bool CacheFiller::write_at(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
+    constexpr std::uint64_t page = 4096;
+    const bool direct = direct_fd_ >= 0 && offset_bytes % page == 0 && bytes.size() % page == 0 &&
+                        reinterpret_cast<std::uintptr_t>(bytes.data()) % page == 0;
+    const int fd = direct ? direct_fd_ : entry_.data_fd();
+    while (!bytes.empty()) {
+        const ssize_t put = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset_bytes));
         if (put < 0 && errno == EINTR) {
             continue;
         }
         if (put <= 0) {
             stop_filling(std::string("cannot write ") + entry_.data_path() + ": " +
                          (put < 0 ? std::strerror(errno) : "no progress"));
-            return;
+            return false;
         }
-        rest = rest.subspan(static_cast<std::size_t>(put));
-        at += static_cast<std::uint64_t>(put);
+        bytes = bytes.subspan(static_cast<std::size_t>(put));
+        offset_bytes += static_cast<std::uint64_t>(put);
+        if (!direct) {
+            unsynced_bytes_ += static_cast<std::uint64_t>(put);
+        }
     }
-    account(piece.offset_bytes, piece.bytes);
-    unsynced_bytes_ += piece.bytes.size();
     if (unsynced_bytes_ >= writeback_step_bytes) {
         ::sync_file_range(entry_.data_fd(), 0, 0, SYNC_FILE_RANGE_WRITE); // starts it; commit waits
         unsynced_bytes_ = 0;
     }
+    return true;
 }
 
 std::size_t CacheFiller::block_length(std::uint64_t block) const {
@@ -186,6 +222,7 @@ void CacheFiller::commit_written() {
 }
 
 void CacheFiller::stop_filling(const std::string& why) {
+    std::deque<Piece> dropped;
     {
         std::lock_guard lock(mutex_);
         if (stopped_) {
@@ -193,9 +230,14 @@ void CacheFiller::stop_filling(const std::string& why) {
         }
         stopped_ = true;
         queued_bytes_ = 0;
-        queue_.clear();
+        dropped.swap(queue_);
     }
     room_.notify_all();
+    for (Piece& piece : dropped) {
+        if (piece.done) {
+            piece.done(); // its reader waits for it
+        }
+    }
     warn(name_ + ": " + why + "; the load goes on without caching it");
 }
 

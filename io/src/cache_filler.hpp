@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <span>
@@ -30,9 +31,15 @@ public:
     CacheFiller(CacheEntry& entry, std::string name);
     ~CacheFiller(); // writes and commits what was added, then returns
 
-    // Queues the object's bytes at `offset_bytes` for the entry. Waits while the queue holds
-    // more than its bound (the disk behind the network). Nothing happens once filling stopped.
+    // Queues a copy of the object's bytes at `offset_bytes` for the entry. Waits while the queue
+    // holds more than its bound (the disk behind the network). Nothing happens once filling
+    // stopped.
     void add(std::uint64_t offset_bytes, std::span<const std::byte> bytes);
+    // The same without a copy: `bytes` stay valid until `done` is called (from the filler's
+    // thread, once they are written, or at once when filling stopped). Pages that are whole
+    // pages in memory and in the file are written with O_DIRECT: no copy into the page cache,
+    // nothing left for a commit's fsync to write.
+    void write(std::uint64_t offset_bytes, std::span<const std::byte> bytes, std::function<void()> done);
 
     // Commits what has been written so far and waits for it (tests; a load's end).
     void flush();
@@ -40,7 +47,9 @@ public:
 private:
     struct Piece {
         std::uint64_t offset_bytes = 0;
-        std::vector<std::byte> bytes;
+        std::vector<std::byte> owned; // add()'s copy
+        std::span<const std::byte> bytes;
+        std::function<void()> done; // write()'s
     };
     // A block that has some of its bytes: the bytes so far, and which.
     struct PartialBlock {
@@ -49,7 +58,8 @@ private:
     };
 
     void run();
-    void write(const Piece& piece);
+    void write_piece(const Piece& piece);
+    bool write_at(std::uint64_t offset_bytes, std::span<const std::byte> bytes);
     void account(std::uint64_t offset_bytes, std::span<const std::byte> bytes);
     void add_partial(std::uint64_t block, std::size_t from, std::span<const std::byte> bytes);
     void commit_written();
@@ -72,7 +82,7 @@ private:
     std::map<std::uint64_t, PartialBlock> partial_;
     std::vector<FilledBlock> written_; // complete since the last commit
     std::uint64_t unsynced_bytes_ = 0;
-    std::uint64_t sync_from_ = 0;
+    int direct_fd_ = -1; // the data file with O_DIRECT (-1: refused, as on tmpfs)
     std::thread thread_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "cache_entry.hpp"
 #include "cache_filler.hpp"
+#include "off_loop.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/io/file_source.hpp"
 #include "ringload/io/source_registry.hpp"
@@ -108,13 +109,24 @@ private:
             co_return co_await std::move(rest);
         }
         const std::span<std::byte> bytes = target.bytes().first(usable);
-        for (std::size_t at = 0; at < usable; at += block_bytes) {
-            const std::span<std::byte> block = bytes.subspan(at, std::min(block_bytes, usable - at));
-            const std::uint64_t index = (offset_bytes + at) / block_bytes;
-            if (crc_of(block) != parts_.entry->crc(index)) {
-                auto refetching = refetch(index, block);
-                RL_CO_TRY_VOID(co_await std::move(refetching));
-            }
+        // Checked on the checker's thread: the loop meanwhile serves the other reads.
+        std::vector<std::uint64_t> failed;
+        auto checking = when_done(parts_.loop->get_executor(), [&](std::function<void()> done) {
+            checker_.post([&, done = std::move(done)] {
+                for (std::size_t at = 0; at < usable; at += block_bytes) {
+                    const std::uint64_t index = (offset_bytes + at) / block_bytes;
+                    if (crc_of(bytes.subspan(at, std::min(block_bytes, usable - at))) != parts_.entry->crc(index)) {
+                        failed.push_back(index);
+                    }
+                }
+                done();
+            });
+        });
+        co_await std::move(checking);
+        for (const std::uint64_t index : failed) {
+            const std::size_t at = static_cast<std::size_t>(index * block_bytes - offset_bytes);
+            auto refetching = refetch(index, bytes.subspan(at, std::min(block_bytes, usable - at)));
+            RL_CO_TRY_VOID(co_await std::move(refetching));
         }
         co_return usable;
     }
@@ -184,7 +196,8 @@ private:
             std::vector<std::byte> blocks(static_cast<std::size_t>(end - begin));
             auto reading = read_exactly_at(*source, begin, blocks);
             RL_CO_TRY_VOID(co_await std::move(reading));
-            keep(begin, blocks);
+            auto keeping = keep(begin, blocks);
+            co_await std::move(keeping);
             std::memcpy(dst.data(), blocks.data() + (offset_bytes - begin), dst.size());
             co_return dst.size();
         }
@@ -200,7 +213,8 @@ private:
             RL_CO_TRY(read, co_await std::move(reading));
             got = read;
         }
-        keep(offset_bytes, dst.first(got));
+        auto keeping = keep(offset_bytes, dst.first(got));
+        co_await std::move(keeping);
         co_return got;
     }
 
@@ -214,19 +228,21 @@ private:
         if (!filler_) {
             filler_ = std::make_unique<CacheFiller>(*parts_.entry, name_);
         }
-        keep(index * block_bytes, block);
+        auto keeping = keep(index * block_bytes, block);
+        co_await std::move(keeping);
         co_return Result<void>();
     }
 
-    // Hands the filler the bytes of the blocks this process claims and nobody has committed.
-    void keep(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
+    // Has the filler write the bytes of the blocks this process claims and nobody has committed,
+    // straight from where they were read (a slot, which the engine reuses once this returns).
+    Task<void> keep(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
         if (!filler_ || bytes.empty()) {
-            return;
+            co_return;
         }
         const std::uint64_t first = offset_bytes / block_bytes;
         const std::uint64_t last = (offset_bytes + bytes.size() - 1) / block_bytes;
         if (!parts_.entry->claim(first, last)) {
-            return; // another process fills some of them now: it keeps them
+            co_return; // another process fills some of them now: it keeps them
         }
         const std::vector<bool> committed = parts_.entry->committed_since_open(first, last);
         const std::uint64_t end = offset_bytes + bytes.size();
@@ -238,8 +254,12 @@ private:
             if (!committed[block - first]) {
                 const std::uint64_t from = std::max(offset_bytes, block * block_bytes);
                 const std::uint64_t to = std::min(end, past * block_bytes);
-                filler_->add(from, bytes.subspan(static_cast<std::size_t>(from - offset_bytes),
-                                                 static_cast<std::size_t>(to - from)));
+                const auto run =
+                    bytes.subspan(static_cast<std::size_t>(from - offset_bytes), static_cast<std::size_t>(to - from));
+                auto writing = when_done(parts_.loop->get_executor(), [&](std::function<void()> done) {
+                    filler_->write(from, run, std::move(done));
+                });
+                co_await std::move(writing);
             }
             block = past;
         }
@@ -272,6 +292,7 @@ private:
     Parts parts_;
     std::string name_;
     std::unique_ptr<CacheFiller> filler_; // destroyed (committing) before parts_.entry
+    HelperThread checker_;                // a whole entry's CRC32 checks
 };
 
 Task<Result<std::unique_ptr<Source>>> open_uncached(asio::io_context& loop, const SourceKind& kind, std::string uri,

@@ -430,6 +430,7 @@ Result<LoadedModel> upload_slices(DeserializerImpl& impl, int ordinal, const Loa
 Result<LoadedModel> Deserializer::load_slices(std::span<const SliceRequest> requests, const LoadOptions& options,
                                               const SliceReadOptions& read_options) {
     const auto started = std::chrono::steady_clock::now();
+    const ReadsDoneAtExit reads_done(*impl_->source);
     RL_TRY(ordinal, gpu::parse_device(options.device));
     const Index& index = impl_->index;
     RL_TRY(layout, plan_slices(index, requests, options, ordinal != gpu::cpu_ordinal, impl_->source_name()));

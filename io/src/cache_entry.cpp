@@ -347,20 +347,26 @@ Result<bool> CacheEntry::adopt(const std::string& version, std::uint64_t size_by
     if (version_ == version && size_bytes_ == size_bytes && data_fd_ >= 0) {
         return true;
     }
-    // Anything else starts the entry afresh, when no other load uses it: maps, data and the
-    // lock file's marks go. One that others use and nobody has a version for yet (their fills
-    // have committed nothing) is filled together with them.
-    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) {
-        for (const std::vector<std::string>* maps : {&map_files_, &stale_maps_}) {
-            for (const std::string& map : *maps) {
-                ::unlink(map.c_str());
+    // An entry of another version (or with maps nobody can read) starts afresh, when no other
+    // load uses it: maps, data and the lock file's marks go. A new entry is not reset: loads
+    // that open it together fill it together (a reset would pull the data file from under
+    // another's fill, in the instant flock's downgrade leaves the entry unlocked).
+    if (!version_.empty() || !stale_maps_.empty()) {
+        if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) {
+            for (const std::vector<std::string>* maps : {&map_files_, &stale_maps_}) {
+                for (const std::string& map : *maps) {
+                    ::unlink(map.c_str());
+                }
             }
+            ::unlink(data_path().c_str());
+            (void)::ftruncate(lock_fd_, 0);
+            ::flock(lock_fd_, LOCK_SH);
+        } else if (!version_.empty()) {
+            return false; // another load reads the old version's entry
         }
-        ::unlink(data_path().c_str());
-        (void)::ftruncate(lock_fd_, 0);
+    } else if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) {
+        (void)::ftruncate(lock_fd_, 0); // marks no map backs (maps removed by hand) would stop fills
         ::flock(lock_fd_, LOCK_SH);
-    } else if (!version_.empty()) {
-        return false; // another load reads the old version's entry
     }
     map_files_.clear();
     stale_maps_.clear();

@@ -83,6 +83,13 @@ public:
         parts_.file->abandon_reads();
     }
 
+    // What this load filled is committed before it returns.
+    void reads_done() override {
+        if (filler_) {
+            filler_->flush();
+        }
+    }
+
     Task<Result<std::size_t>> read_some_at(std::uint64_t offset_bytes, ReadTarget target) override {
         if (parts_.whole && offset_bytes % block_bytes == 0) {
             auto reading = read_whole_blocks(offset_bytes, target);
@@ -241,17 +248,18 @@ private:
         }
         const std::uint64_t first = offset_bytes / block_bytes;
         const std::uint64_t last = (offset_bytes + bytes.size() - 1) / block_bytes;
-        if (!parts_.entry->claim(first, last)) {
-            co_return; // another process fills some of them now: it keeps them
-        }
+        std::vector<bool> mine = claimed(first, last);
         const std::vector<bool> committed = parts_.entry->committed_since_open(first, last);
+        for (std::size_t i = 0; i < mine.size(); ++i) {
+            mine[i] = mine[i] && !committed[i];
+        }
         const std::uint64_t end = offset_bytes + bytes.size();
         for (std::uint64_t block = first; block <= last;) {
             std::uint64_t past = block;
-            while (past <= last && committed[past - first] == committed[block - first]) {
+            while (past <= last && mine[past - first] == mine[block - first]) {
                 ++past;
             }
-            if (!committed[block - first]) {
+            if (mine[block - first]) {
                 const std::uint64_t from = std::max(offset_bytes, block * block_bytes);
                 const std::uint64_t to = std::min(end, past * block_bytes);
                 const auto run =
@@ -263,6 +271,18 @@ private:
             }
             block = past;
         }
+    }
+
+    // Which of blocks [first, last] this process may fill: all, unless another holds some (then
+    // each is claimed alone: a read-once group's shares meet inside a block at their edges).
+    std::vector<bool> claimed(std::uint64_t first, std::uint64_t last) {
+        std::vector<bool> mine(static_cast<std::size_t>(last - first + 1), true);
+        if (!parts_.entry->claim(first, last)) {
+            for (std::uint64_t block = first; block <= last; ++block) {
+                mine[block - first] = parts_.entry->claim(block, block);
+            }
+        }
+        return mine;
     }
 
     void corrupt(std::uint64_t index) {

@@ -29,6 +29,7 @@ Result<Deserializer> Deserializer::open(std::string_view uri, OpenOptions option
 }
 
 Result<LoadedModel> Deserializer::load(const LoadOptions& options) {
+    const ReadsDoneAtExit reads_done(*impl_->source);
     return impl_->load(options);
 }
 

@@ -73,6 +73,23 @@ public:
     // for its timeout times its attempts). Reads that start afterwards (another run) are served
     // as before. Loop thread.
     virtual void abandon_reads() {}
+
+    // A load's reads are over (it ended, well or not): a source that keeps what it read (the
+    // cache) makes that last now, not only when it is destroyed (a process may exit without).
+    // Called by the loading thread, with no read in flight.
+    virtual void reads_done() {}
+};
+
+// Calls source.reads_done() when it goes out of scope: at every way out of a load.
+class ReadsDoneAtExit {
+public:
+    explicit ReadsDoneAtExit(Source& source) : source_(source) {}
+    ~ReadsDoneAtExit() { source_.reads_done(); }
+    ReadsDoneAtExit(const ReadsDoneAtExit&) = delete;
+    ReadsDoneAtExit& operator=(const ReadsDoneAtExit&) = delete;
+
+private:
+    Source& source_;
 };
 
 // Reads exactly dst.size() bytes with read_small_at; EOF before that is errc::truncated.

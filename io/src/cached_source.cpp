@@ -17,6 +17,7 @@
 #include "ringload/engine/hashes.hpp"
 #include "ringload/io/file_source.hpp"
 #include "ringload/io/source_registry.hpp"
+#include "ringload/io/url.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -52,7 +53,7 @@ public:
     };
 
     explicit CachedSource(Parts parts) : parts_(std::move(parts)) {
-        name_ = parts_.remote ? parts_.remote->name() : parts_.uri;
+        name_ = parts_.remote ? parts_.remote->name() : uri_for_messages(parts_.uri); // no secrets
         if (!parts_.whole) {
             filler_ = std::make_unique<CacheFiller>(*parts_.entry, name_);
         }
@@ -375,7 +376,7 @@ Task<Result<std::unique_ptr<Source>>> open_cached_source(asio::io_context& loop,
     }
     auto opened_entry = CacheEntry::open(network.cache_dir, uri);
     if (!opened_entry) {
-        warn(uri + ": " + opened_entry.error().detail + "; loading without the cache");
+        warn(uri_for_messages(uri) + ": " + opened_entry.error().detail + "; loading without the cache");
         auto opening = open_uncached(loop, kind, std::move(uri), network);
         co_return co_await std::move(opening);
     }

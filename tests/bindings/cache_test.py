@@ -384,23 +384,35 @@ def shm_case(server, root):
         shutil.rmtree(cache, ignore_errors=True)
 
 
-def python_case(server, root, work):
+def python_files(server, root, work, name, seed, sizes):
+    """(want, url, cache, log) for a Python-driven case, or None (with a note) where the package
+    or torch is not in this preset."""
     try:
-        import ringload
+        import ringload  # noqa: F401
         import torch  # noqa: F401
     except ImportError as error:
-        print(f"python loads not checked: the package or torch is not in this preset ({error})")
-        return
-    path = os.path.join(root, "p.safetensors")
-    want = make_safetensors(path, 12, [1 << 20, 3 << 20])
-    url = server.http_url + "/p.safetensors"
-    cache = os.path.join(work, "py-cache")
+        print(f"python loads ({name}) not checked: the package or torch is not in this preset ({error})")
+        return None
+    want = make_safetensors(os.path.join(root, name + ".safetensors"), seed, sizes)
     log = Log(server)
     log.new()
+    return want, server.http_url + f"/{name}.safetensors", os.path.join(work, name + "-cache"), log
+
+
+def tensor_digests(tensors):
+    return {k: hashlib.sha256(v.numpy().tobytes()).hexdigest() for k, v in tensors.items()}
+
+
+def python_case(server, root, work):
+    files = python_files(server, root, work, "p", 12, [1 << 20, 3 << 20])
+    if files is None:
+        return
+    import ringload
+    want, url, cache, log = files
     first = ringload.load_file(url, cache=cache)
     filled = log.new()
     second = ringload.load_file(url, cache=cache, cache_validate=False)
-    got = [{k: hashlib.sha256(v.numpy().tobytes()).hexdigest() for k, v in t.items()} for t in (first, second)]
+    got = [tensor_digests(t) for t in (first, second)]
     check("python: load_file(cache=...) is right", got == [want, want], str(got))
     check("python: cache_validate=False sends nothing", ranged(filled) and log.new() == [])
 
@@ -412,24 +424,18 @@ def group_rank(rank, world, init, url, cache, out):
     dist.init_process_group("gloo", init_method=f"file://{init}", rank=rank, world_size=world)
     tensors = ringload.load_file(url, process_group=dist.group.WORLD, cache=cache)
     with open(os.path.join(out, f"{rank}.json"), "w") as file:
-        json.dump({k: hashlib.sha256(v.numpy().tobytes()).hexdigest() for k, v in tensors.items()}, file)
+        json.dump(tensor_digests(tensors), file)
     dist.destroy_process_group()
 
 
 def group_case(server, root, work):
     """Two ranks reading once per group: each keeps its share; the next start reads none."""
-    try:
-        import ringload  # noqa: F401
-        import torch.multiprocessing as mp
-    except ImportError as error:
-        print(f"read-once groups not checked: the package or torch is not in this preset ({error})")
+    files = python_files(server, root, work, "g", 13, [3 << 20, 2 << 20, 5 << 20, 1 << 20])
+    if files is None:
         return
+    import torch.multiprocessing as mp
+    want, url, cache, log = files
     path = os.path.join(root, "g.safetensors")
-    want = make_safetensors(path, 13, [3 << 20, 2 << 20, 5 << 20, 1 << 20])
-    url = server.http_url + "/g.safetensors"
-    cache = os.path.join(work, "group-cache")
-    log = Log(server)
-    log.new()
     results = []
     for start in range(2):
         init = os.path.join(work, f"group-init-{start}")

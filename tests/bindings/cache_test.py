@@ -15,7 +15,8 @@ with random bytes; every load's tensors are checked against the SHA-256 of the b
   3. two processes loading at once fill the entry once (no block in two maps) and both load
      right; slices (--filter) keep what they read, the same slices then load with no range
      request, and a whole load reads only the rest from the server;
-  4. s3:// sends only a HEAD the second time; redis:// no GETRANGE beyond the head; /dev/shm as
+  4. s3://, gs:// (fake-gcs-server) and az:// (Shared Key) send only a HEAD the second time;
+     redis:// no GETRANGE beyond the head; /dev/shm as
      the cache directory; Python's load_file(cache=..., cache_validate=False); a read-once
      group of two ranks keeps both shares, and its next start sends no range request.
 """
@@ -332,6 +333,54 @@ def s3_case(root, work):
             check("s3: the second load sends one HEAD and no GET", gets > 0 and seen == ["HEAD"], str(seen))
 
 
+def gcs_case(root, work):
+    """gs:// against fake-gcs-server (anonymous), behind a relay that records each request's method."""
+    from gcs_server import FakeGcsServer
+    from s3_server import S3FaultProxy
+    path = os.path.join(root, "gs.safetensors")
+    want = make_safetensors(path, 14, [3 << 20, 1 << 20])
+    env = clean_env(tempfile.mkdtemp(dir=work), ("GOOGLE_", "STORAGE_", "GCE_"))
+    with FakeGcsServer() as gcs:
+        gcs.create_bucket("models")
+        gcs.upload("models", "gs.safetensors", path)
+        seen = []
+        with S3FaultProxy(gcs.port, lambda method, target: seen.append(method) and False) as proxy:
+            cache, uri = os.path.join(work, "gcs-cache"), "gs://models/gs.safetensors"
+            args = ("--gcs-endpoint", proxy.url, "--gcs-anonymous")
+            first = load(uri, cache, *args, env=env)
+            gets = seen.count("GET")
+            seen.clear()
+            second = load(uri, cache, *args, env=env)
+            check("gs: both loads are right", digests(first) == want and digests(second) == want,
+                  first.stderr + second.stderr)
+            check("gs: the second load sends one HEAD and no GET", gets > 0 and seen == ["HEAD"], str(seen))
+
+
+def azure_case(root, work):
+    """az:// against tests/support/azure_server.py (Shared Key checked by the SDK's code): the
+    HEAD is signed as a HEAD."""
+    import base64
+    from azure_server import AzureServer
+    path = os.path.join(root, "az.safetensors")
+    want = make_safetensors(path, 15, [3 << 20, 1 << 20])
+    key = base64.b64encode(bytes(range(64))).decode()
+    env = clean_env(tempfile.mkdtemp(dir=work), ("AZURE_",))
+    with AzureServer("ringloadtest", key) as azure:
+        azure.create_container("models")
+        azure.put("models", "az.safetensors", path)
+        cache, uri = os.path.join(work, "azure-cache"), "az://ringloadtest/models/az.safetensors"
+        args = ("--azure-endpoint", azure.endpoint, "--azure-account-key", key)
+        first = load(uri, cache, *args, env=env)
+        filled = list(azure.requests)
+        second = load(uri, cache, *args, env=env)
+        asked = [(r["method"], r["range"], r["status"]) for r in azure.requests[len(filled):]]
+        check("az: both loads are right", digests(first) == want and digests(second) == want,
+              first.stderr + second.stderr)
+        check("az: the second load sends one signed HEAD and no GET",
+              any(r["method"] == "GET" for r in filled) and [(m, s) for m, _, s in asked] == [("HEAD", 200)],
+              str(asked))
+
+
 def redis_case(root, work):
     from redis_server import RedisServer
     path = os.path.join(root, "r.safetensors")
@@ -468,6 +517,8 @@ def main():
             python_case(server, root, work)
             group_case(server, root, work)
         s3_case(root, work)
+        gcs_case(root, work)
+        azure_case(root, work)
         redis_case(root, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

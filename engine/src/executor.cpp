@@ -96,9 +96,10 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
     std::byte* in_place = window.in_place ? handler.in_place_destination(window.useful_offset_bytes) : nullptr;
     std::size_t done = 0;
     while (done < needed) {
-        if (done > 0 && state->has_failed()) {
-            // The run stopped while this window came in pieces: asking for the rest would only
-            // start another request (an abandoned read returns what it had, short).
+        if (state->should_stop(controls, source.name())) {
+            // The run stopped (failed, or cancelled) before this window's first read or while it
+            // came in pieces: asking would only start another request (an abandoned read
+            // returns what it had, short; a source serves reads that start after an abandon).
             handler.abandon();
             co_return;
         }
@@ -226,6 +227,9 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
             break;
         }
         SlotLease slot = co_await ring.acquire();
+        if (state->should_stop(controls, source.name())) {
+            break; // stopped while it waited for the slot: the window is not asked for
+        }
         auto reader = read_chunk(source, std::move(slot), windows[w], pool, handler, state, controls, plan_bytes);
         if (w < std::max<std::size_t>(lead_windows, 1)) {
             // Read alone (the first window, or plan.read_first's): in a queue of a ring's worth of

@@ -45,9 +45,7 @@ void put_text(std::string& out, const std::string& text) {
 }
 
 std::uint32_t crc_of(std::string_view bytes) {
-    Crc32 crc;
-    crc.update(std::as_bytes(std::span(bytes.data(), bytes.size())));
-    return crc.value();
+    return block_crc(std::as_bytes(std::span(bytes.data(), bytes.size())));
 }
 
 std::string encode_map(const std::string& uri, const std::string& version, std::uint64_t size_bytes,
@@ -202,6 +200,12 @@ void remove_entry_files(const std::string& path) {
 }
 
 } // namespace
+
+std::uint32_t block_crc(std::span<const std::byte> bytes) {
+    Crc32 crc;
+    crc.update(bytes);
+    return crc.value();
+}
 
 void warn(const std::string& text) {
     std::fprintf(stderr, "ringload: cache: %s\n", text.c_str());

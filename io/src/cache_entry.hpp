@@ -32,6 +32,9 @@ namespace ringload::object_cache {
 
 inline constexpr std::size_t block_bytes = 64 << 10;
 
+// The CRC32 a map keeps for a block's bytes (and a map keeps of itself).
+std::uint32_t block_crc(std::span<const std::byte> bytes);
+
 struct FilledBlock {
     std::uint64_t block = 0;
     std::uint32_t crc = 0;

@@ -1,7 +1,7 @@
 // io/src/cache_filler.cpp
 #include "cache_filler.hpp"
 
-#include "ringload/engine/hashes.hpp"
+#include "posix_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,12 +20,6 @@ constexpr std::size_t queue_bound_bytes = 256 << 20;
 constexpr std::uint64_t writeback_step_bytes = 64 << 20;
 // A pause this long in the load's reads commits what is complete.
 constexpr auto idle_commit = std::chrono::milliseconds(200);
-
-std::uint32_t crc_of(std::span<const std::byte> bytes) {
-    Crc32 crc;
-    crc.update(bytes);
-    return crc.value();
-}
 
 } // namespace
 
@@ -133,24 +127,19 @@ void CacheFiller::write_piece(const Piece& piece) {
 
 // Whole pages (in memory and in the file) with O_DIRECT, the rest through the page cache.
 bool CacheFiller::write_at(std::uint64_t offset_bytes, std::span<const std::byte> bytes) {
-    constexpr std::uint64_t page = 4096;
-    const bool direct = direct_fd_ >= 0 && offset_bytes % page == 0 && bytes.size() % page == 0 &&
-                        reinterpret_cast<std::uintptr_t>(bytes.data()) % page == 0;
+    const bool direct = direct_fd_ >= 0 && posix::direct_aligned(offset_bytes) && posix::direct_aligned(bytes.size()) &&
+                        posix::direct_aligned(reinterpret_cast<std::uintptr_t>(bytes.data()));
     const int fd = direct ? direct_fd_ : entry_.data_fd();
     while (!bytes.empty()) {
-        const ssize_t put = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset_bytes));
-        if (put < 0 && errno == EINTR) {
-            continue;
-        }
-        if (put <= 0) {
-            stop_filling(std::string("cannot write ") + entry_.data_path() + ": " +
-                         (put < 0 ? std::strerror(errno) : "no progress"));
+        auto put = posix::pwrite_some(fd, bytes.data(), bytes.size(), offset_bytes, entry_.data_path());
+        if (!put || *put == 0) {
+            stop_filling("cannot write " + (put ? entry_.data_path() + ": no progress" : put.error().detail));
             return false;
         }
-        bytes = bytes.subspan(static_cast<std::size_t>(put));
-        offset_bytes += static_cast<std::uint64_t>(put);
+        bytes = bytes.subspan(*put);
+        offset_bytes += *put;
         if (!direct) {
-            unsynced_bytes_ += static_cast<std::uint64_t>(put);
+            unsynced_bytes_ += *put;
         }
     }
     if (unsynced_bytes_ >= writeback_step_bytes) {
@@ -172,7 +161,7 @@ void CacheFiller::account(std::uint64_t offset_bytes, std::span<const std::byte>
         const std::size_t length = block_length(block);
         const std::size_t take = std::min(bytes.size(), length - within);
         if (within == 0 && take == length) {
-            written_.push_back({block, crc_of(bytes.first(take))});
+            written_.push_back({block, block_crc(bytes.first(take))});
         } else {
             add_partial(block, within, bytes.first(take));
         }
@@ -200,7 +189,7 @@ void CacheFiller::add_partial(std::uint64_t block, std::size_t from, std::span<c
     }
     have = std::move(merged);
     if (have.size() == 1 && have.front().first == 0 && have.front().second == partial.bytes.size()) {
-        written_.push_back({block, crc_of(partial.bytes)});
+        written_.push_back({block, block_crc(partial.bytes)});
         partial_.erase(block);
     }
 }

@@ -14,7 +14,6 @@
 #include "cache_entry.hpp"
 #include "cache_filler.hpp"
 #include "off_loop.hpp"
-#include "ringload/engine/hashes.hpp"
 #include "ringload/io/file_source.hpp"
 #include "ringload/io/source_registry.hpp"
 #include "ringload/io/url.hpp"
@@ -26,18 +25,13 @@ namespace ringload {
 namespace {
 
 using object_cache::block_bytes;
+using object_cache::block_crc;
 using object_cache::CacheEntry;
 using object_cache::CacheFiller;
 using object_cache::warn;
 
 // Small reads up to this size are widened to whole blocks when filling (read_remote).
 constexpr std::uint64_t widened_small_read_bytes = 16 << 20;
-
-std::uint32_t crc_of(std::span<const std::byte> bytes) {
-    Crc32 crc;
-    crc.update(bytes);
-    return crc.value();
-}
 
 class CachedSource final : public Source {
 public:
@@ -123,7 +117,7 @@ private:
             checker_.post([&, done = std::move(done)] {
                 for (std::size_t at = 0; at < usable; at += block_bytes) {
                     const std::uint64_t index = (offset_bytes + at) / block_bytes;
-                    if (crc_of(bytes.subspan(at, std::min(block_bytes, usable - at))) != parts_.entry->crc(index)) {
+                    if (block_crc(bytes.subspan(at, std::min(block_bytes, usable - at))) != parts_.entry->crc(index)) {
                         failed.push_back(index);
                     }
                 }
@@ -179,7 +173,7 @@ private:
         for (std::uint64_t at = begin; at < end; at += block_bytes) {
             const auto block = std::span<const std::byte>(scratch).subspan(
                 static_cast<std::size_t>(at - begin), static_cast<std::size_t>(std::min(block_bytes, end - at)));
-            if (crc_of(block) != parts_.entry->crc(at / block_bytes)) {
+            if (block_crc(block) != parts_.entry->crc(at / block_bytes)) {
                 corrupt(at / block_bytes);
                 good_end = std::min(good_end, std::max(at, offset_bytes));
                 break;

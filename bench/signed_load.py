@@ -7,7 +7,8 @@
 
 and the two limits of a verified load: the disk (fio, O_DIRECT) and the cores' SHA-256 (hashlib
 on one core times the cores, and hashlib on every core while fio reads the shards: the issue's
-"cores x SHA-256 per core while reading"). Every timed step starts from a dropped page cache (root).
+"cores x SHA-256 per core while reading"). Every timed step starts with the model's files out of
+the page cache (POSIX_FADV_DONTNEED, checked; the programs stay warm, as in a running server).
 
     sudo .venv/bin/python bench/signed_load.py [--dir D] [--gb 3.6] [--shards 4] [--runs 3]
 
@@ -27,7 +28,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from page_cache import prepare_page_cache  # noqa: E402
+from page_cache import evict_files  # noqa: E402
 
 SAFETENSORS_LOAD = ("import sys, safetensors.torch\n"
                     "for path in sys.argv[1:]:\n"
@@ -74,7 +75,7 @@ def timed(*command) -> float:
 
 
 def cold(files) -> None:
-    prepare_page_cache(files[0], "cold")
+    evict_files(files)
 
 
 def fio_gb_per_s(paths) -> float:

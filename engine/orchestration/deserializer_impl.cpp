@@ -117,7 +117,11 @@ std::string_view Deserializer::Impl::start_prefault(const LoadOptions& options, 
         (options.prefault == Prefault::automatic && arena.size_bytes() < prefault_min_bytes)) {
         return "memory faulted in on touch";
     }
-    if (options.prefault == Prefault::automatic && source->accepts_any_destination()) {
+    // A source that copies into the tensors itself (a socket's receive, a page-cache read in
+    // place: alignment 1) writes lines the fault just zeroed, still in cache; a DMA (O_DIRECT)
+    // gains nothing from that, and pages zeroed ahead keep the faults off the loop thread.
+    if (options.prefault == Prefault::automatic && source->accepts_any_destination() &&
+        source->alignment_bytes() == 1) {
         if (!fresh_memory_may_wait_for_host()) {
             return "memory faulted in on touch";
         }
@@ -276,6 +280,7 @@ Result<LoadedModel> Deserializer::Impl::load_to_host(const LoadOptions& options,
     LoadedModel model;
     model.arena = arena;
     model.bytes_read = stats.bytes_read;
+    model.bytes_in_place = stats.bytes_in_place;
     model.how = source->describe() + ", " + std::string(prefault_how);
     fill_tensors(model, layout, arena->data(), graph);
     return model;
@@ -418,7 +423,9 @@ Result<LoadedModel> Deserializer::Impl::load(const LoadOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     RL_TRY(ordinal, gpu::parse_device(options.device));
     RL_TRY_VOID(check_listed_tensors(index, options.tensors, uri));
-    const LoadLayout layout = plan_load(index, options);
+    // Host tensors sit where aligned reads can land in them (a device load copies from slots).
+    const bool reads_into_host = ordinal == gpu::cpu_ordinal && source->accepts_any_destination();
+    const LoadLayout layout = plan_load(index, options, reads_into_host ? source->alignment_bytes() : 1);
     WorkerPool pool(options.worker_threads);
     RL_TRY(model,
            options.signed_file ? load_signed(options, layout, pool, ordinal) : load_on(options, layout, pool, ordinal));

@@ -2,11 +2,28 @@
 #include "load_layout.hpp"
 
 #include "ringload/engine/dtype_convert.hpp"
+#include "ringload/engine/stage_graph.hpp"
 #include "ringload/host_arena.hpp"
 
 namespace ringload {
+namespace {
 
-LoadLayout plan_load(const Index& index, const LoadOptions& options) {
+// The offset at or after `cursor` for a tensor of `info`, planned as `planned` (see the header).
+std::size_t owned_offset_for(std::size_t cursor, const TensorInfo& info, const PlannedTensor& planned,
+                             std::size_t read_alignment) {
+    const bool in_place = read_alignment > 1 && !planned.converts &&
+                          planned.byte_length >= StageGraph::in_place_min_bytes &&
+                          info.data_offset_bytes % itemsize(info.dtype) == 0;
+    if (!in_place) {
+        return cursor;
+    }
+    const std::size_t phase = static_cast<std::size_t>(info.data_offset_bytes % read_alignment);
+    return cursor + (phase + read_alignment - cursor % read_alignment) % read_alignment;
+}
+
+} // namespace
+
+LoadLayout plan_load(const Index& index, const LoadOptions& options, std::size_t read_alignment) {
     LoadLayout layout;
     const bool listed = !options.tensors.empty();
     const std::size_t count = listed ? options.tensors.size() : index.tensors.size();
@@ -30,8 +47,8 @@ LoadLayout plan_load(const Index& index, const LoadOptions& options) {
             planned.given = options.destination(loaded_info(info, planned));
         }
         if (planned.given == nullptr) {
-            planned.owned_offset = layout.owned_bytes;
-            layout.owned_bytes = align_tensor_offset(layout.owned_bytes + planned.byte_length);
+            planned.owned_offset = owned_offset_for(layout.owned_bytes, info, planned, read_alignment);
+            layout.owned_bytes = align_tensor_offset(planned.owned_offset + planned.byte_length);
         }
         layout.tensors.push_back(planned);
     }

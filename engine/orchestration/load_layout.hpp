@@ -2,7 +2,15 @@
 //
 // Which tensors a load produces, in which dtype, and where each one's bytes go: the caller's
 // memory (LoadOptions::destination) or an offset in the one block the load allocates (a host
-// arena or a device allocation), each at a 64-byte boundary.
+// arena or a device allocation), each at a 64-byte boundary; or, where the source reads in
+// aligned blocks straight into tensors (O_DIRECT), a large tensor at its data's file offset
+// modulo that alignment, so that the blocks land in it directly:
+//
+//   file:   ....|....[== tensor ==========]|....     | = 4096-byte boundaries
+//   arena:  |....[== tensor ==========]|....          same distance from a boundary
+//
+// Such a tensor is as aligned as its bytes are in the file (safetensors: 8 bytes at least),
+// never less than its item size; the others keep 64 bytes.
 #pragma once
 
 #include "ringload/ringload.hpp"
@@ -30,7 +38,9 @@ struct LoadLayout {
     std::size_t raw_bytes = 0;          // stored bytes of the converting tensors (CPU scratch)
 };
 
-LoadLayout plan_load(const Index& index, const LoadOptions& options);
+// `read_alignment`: the source's, when its reads may go straight into tensor memory (1 or 0:
+// no placement by file offset).
+LoadLayout plan_load(const Index& index, const LoadOptions& options, std::size_t read_alignment = 1);
 
 // The tensor as the caller sees it after the load: its dtype and length as loaded.
 TensorInfo loaded_info(const TensorInfo& stored, const PlannedTensor& planned);

@@ -40,7 +40,9 @@ public:
     const Plan& plan() const noexcept { return plan_; }
 
     Result<void> process(const ChunkPtr& chunk) override;
-    std::vector<ReadRange> in_place_ranges() const override { return inner_.in_place_ranges(); }
+    std::vector<ReadRange> in_place_ranges(std::size_t alignment) const override {
+        return inner_.in_place_ranges(alignment);
+    }
     std::byte* in_place_destination(std::uint64_t offset_bytes) const override {
         return inner_.in_place_destination(offset_bytes);
     }

@@ -143,6 +143,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
 
     model.arena = arena;
     model.bytes_read = stats.bytes_read;
+    model.bytes_in_place = stats.bytes_in_place;
     model.how = source->describe() + ", " + std::string(prefault_how);
     for (const auto& tensor : model.tensors) {
         model.bytes += tensor.info.byte_length;

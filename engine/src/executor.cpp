@@ -25,7 +25,7 @@ struct ChunkWindow {
     std::size_t read_length_bytes = 0;
     std::uint64_t useful_offset_bytes = 0;
     std::size_t useful_length_bytes = 0;
-    bool in_place = false; // inside one of the handler's in_place_ranges (then alignment is 1)
+    bool in_place = false; // inside one of the handler's in_place_ranges (aligned for the source)
 };
 
 // Shared by the scheduler, the read coroutines and the workers of one run.
@@ -129,6 +129,9 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
     auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
                                                window.useful_length_bytes, in_place);
     state->add_done(window.useful_length_bytes);
+    if (in_place != nullptr) {
+        state->add_in_place(window.useful_length_bytes);
+    }
     state->report_progress(controls, plan_bytes, false);
 
     state->work_started();
@@ -207,7 +210,7 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
                                                    std::to_string(alignment) + " bytes)");
     }
     const auto in_place =
-        source.accepts_any_destination() && alignment == 1 ? handler.in_place_ranges() : std::vector<ReadRange>{};
+        source.accepts_any_destination() ? handler.in_place_ranges(alignment) : std::vector<ReadRange>{};
     std::size_t lead_windows = 0;
     const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place, lead_windows);
     const std::uint64_t plan_bytes = plan.total_bytes();
@@ -253,6 +256,7 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     RL_CO_TRY_VOID(handler.finish());
     state->report_progress(controls, plan_bytes, true);
     stats.bytes_read = state->bytes_done();
+    stats.bytes_in_place = state->bytes_in_place();
     stats.seconds = state->seconds();
     co_return stats;
 }

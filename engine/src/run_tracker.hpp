@@ -74,6 +74,8 @@ public:
     // Loop thread: counts bytes done and reports them (throttled unless forced).
     void add_done(std::uint64_t bytes) { bytes_done_ += bytes; }
     std::uint64_t bytes_done() const { return bytes_done_; }
+    void add_in_place(std::uint64_t bytes) { bytes_in_place_ += bytes; }
+    std::uint64_t bytes_in_place() const { return bytes_in_place_; }
     double seconds() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
     void report_progress(const RunControls& controls, std::uint64_t total, bool force) {
         if (!controls.progress) {
@@ -104,6 +106,7 @@ private:
     asio::steady_timer wakeup_;
     std::size_t workers_busy_ = 0;
     std::uint64_t bytes_done_ = 0;
+    std::uint64_t bytes_in_place_ = 0;
     Clock::time_point started_ = Clock::now();
     Clock::time_point last_progress_ = Clock::now();
 };

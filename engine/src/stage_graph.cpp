@@ -2,6 +2,7 @@
 #include "ringload/engine/stage_graph.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace ringload {
@@ -248,12 +249,24 @@ Result<void> StageGraph::take_header(RecordLoad& record, const ChunkPtr& chunk) 
     return {};
 }
 
-std::vector<ReadRange> StageGraph::in_place_ranges() const {
+std::vector<ReadRange> StageGraph::in_place_ranges(std::size_t alignment) const {
+    const std::uint64_t align = std::max<std::size_t>(alignment, 1);
     std::vector<ReadRange> ranges;
     for (const auto& record : records_) {
         const RecordSpec& spec = record->spec();
-        if (record->in_place() && spec.data_length_bytes >= in_place_min_bytes) {
-            ranges.push_back({spec.data_offset_bytes, spec.data_length_bytes});
+        if (!record->in_place() || spec.data_length_bytes < in_place_min_bytes) {
+            continue;
+        }
+        // An aligned read of the file lands aligned in memory only if both sit at the same
+        // distance from a boundary (load_layout places arena tensors so).
+        const auto address = reinterpret_cast<std::uintptr_t>(spec.host_destination);
+        if (address % align != spec.data_offset_bytes % align) {
+            continue;
+        }
+        const std::uint64_t begin = (spec.data_offset_bytes + align - 1) / align * align;
+        const std::uint64_t end = record->record_end() / align * align;
+        if (begin < end) {
+            ranges.push_back({begin, end - begin});
         }
     }
     return ranges;

@@ -78,6 +78,9 @@ public:
     std::uint64_t size_bytes() const override { return size_bytes_; }
     std::size_t alignment_bytes() const override { return direct() ? direct_alignment_bytes : 1; }
     bool uses_io_uring() const override { return use_io_uring_; }
+    // Tensor memory placed at its bytes' file offset modulo the alignment (load_layout) takes
+    // O_DIRECT reads as a slot does; a read that does not fit goes through the page cache.
+    bool accepts_any_destination() const override { return true; }
     std::string describe() const override {
         if (direct()) {
             return use_io_uring_ ? "O_DIRECT io_uring" : "O_DIRECT pread";
@@ -98,7 +101,11 @@ public:
             co_return result;
         }
         auto& file = bulk_file(target.slot->index(), use_direct);
-        std::optional<asio::mutable_registered_buffer> registered = target.slot->registered();
+        // A fixed buffer names the slot's memory: a read in place goes elsewhere.
+        std::optional<asio::mutable_registered_buffer> registered;
+        if (target.in_place == nullptr) {
+            registered = target.slot->registered();
+        }
         std::tuple<boost::system::error_code, std::size_t> done;
         if (registered) {
             auto window = asio::buffer(*registered + target.slot_offset_bytes, dst.size());

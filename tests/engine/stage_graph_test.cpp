@@ -158,7 +158,7 @@ TEST(StageGraph, DataBeforeItsHeaderWaitsForTheCipherAndStraddlingBoxesGather) {
     EXPECT_EQ(record.host_destination, destination.data());
     record.on_header = [&](std::span<const std::byte>) { return armed->arm(sealed.chunks, sealed.key); };
     auto graph = one_record_graph(std::move(record));
-    EXPECT_TRUE(graph->in_place_ranges().empty()) << "ciphertext must pass through the slots";
+    EXPECT_TRUE(graph->in_place_ranges(1).empty()) << "ciphertext must pass through the slots";
     ASSERT_TRUE(graph->process(sealed.stream.chunk(30, 48)));
     ASSERT_TRUE(graph->process(sealed.stream.chunk(4, 30)));
     EXPECT_TRUE(sealed.stream.all_released()) << "on the host, pieces before the header wait in the tensor, "
@@ -197,7 +197,7 @@ TEST(StageGraph, OnADeviceBoxesOpenInSlotsOrStagingAndHashInOrder) {
         return decrypt_at->arm(sealed.chunks, sealed.key);
     };
     auto graph = one_record_graph(std::move(record), &link);
-    EXPECT_TRUE(graph->in_place_ranges().empty());
+    EXPECT_TRUE(graph->in_place_ranges(1).empty());
     ASSERT_TRUE(graph->process(sealed.stream.chunk(30, 48)));
     ASSERT_TRUE(graph->process(sealed.stream.chunk(0, 30)));
     ASSERT_TRUE(graph->finish()) << "synchronizes the link";
@@ -320,7 +320,7 @@ TEST(PlainGraph, ABigEndianSpanIsSwappedOnTheHostOnceCompleteAndRefusedSplitOnAD
     auto host = build_plain_graph({{0, 12, destination.data(), "storage 'data/0'", DType::int32, true, std::nullopt}},
                                   nullptr, "model.pt")
                     .value();
-    ASSERT_EQ(host->in_place_ranges().size(), 0U) << "under a MiB";
+    ASSERT_EQ(host->in_place_ranges(1).size(), 0U) << "under a MiB";
     ASSERT_TRUE(host->process(stream.chunk(6, 12)));
     ASSERT_TRUE(host->process(stream.chunk(0, 6)));
     ASSERT_TRUE(host->finish());

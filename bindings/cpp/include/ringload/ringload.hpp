@@ -205,6 +205,7 @@ struct LoadedModel {
     std::vector<LoadedTensor> tensors;        // in file order
     std::uint64_t bytes = 0;                  // tensor bytes produced
     std::uint64_t bytes_read = 0;             // bytes read from the source
+    std::uint64_t bytes_in_place = 0;         // of those, read straight into the tensors (no copy)
     double seconds = 0;                       // the load, without compute_sha256
     // Device loads: the most device memory the load held at once (its tensors' block plus
     // conversion scratch; not the CUDA context). 0 on the CPU.

@@ -30,6 +30,7 @@ struct RunControls {
 
 struct RunStats {
     std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_in_place = 0; // of bytes_read, read straight to their destination
     std::uint64_t chunks = 0;
     double seconds = 0;
 };

@@ -92,8 +92,14 @@ public:
     virtual Result<void> process(const ChunkPtr& chunk) = 0;
     // Source ranges whose bytes go unchanged to one place each (a plain tensor's data), sorted:
     // with a source that accepts_any_destination(), they are read there directly and then
-    // handed to process() as chunks whose bytes() already are in place.
-    virtual std::vector<ReadRange> in_place_ranges() const { return {}; }
+    // handed to process() as chunks whose bytes() already are in place. `alignment`: the
+    // source's (O_DIRECT: 4096), which a read's offset, length and memory must all keep; only
+    // destinations that lie at the same offset from an alignment boundary as their source
+    // bytes qualify, and only their aligned interior (the ragged ends go through slots).
+    virtual std::vector<ReadRange> in_place_ranges(std::size_t alignment) const {
+        (void)alignment;
+        return {};
+    }
     // Where source bytes [offset, offset + length), inside one in_place_ranges() entry, go.
     virtual std::byte* in_place_destination(std::uint64_t offset_bytes) const {
         (void)offset_bytes;

@@ -54,8 +54,10 @@ public:
     // as fixed buffers pays off.
     virtual bool uses_io_uring() const { return false; }
     // Whether bulk reads may go to any memory (ReadTarget::in_place), not only ring slots: a
-    // network source copies from its socket or receive buffer anyway, so it can put tensor
-    // data straight where it belongs and save the slot-to-tensor copy.
+    // network source copies from its socket or receive buffer anyway, and a file's reads are
+    // a DMA or a page-cache copy to wherever they are pointed, so either can put tensor data
+    // straight where it belongs and save the slot-to-tensor copy (with alignment_bytes() > 1,
+    // only into memory that keeps that alignment: ChunkHandler::in_place_ranges).
     virtual bool accepts_any_destination() const { return false; }
     // What identifies the object's version at its source ("734003200 bytes, ETag \"65f2-2bc\""),
     // for a cache to tell whether what it kept is still the object; "" when the source has no

@@ -82,7 +82,7 @@ public:
     // Data of at least in_place_min_bytes of records whose stages all accept bytes in place:
     // smaller ones stay in the slots with the headers, so that a source is not asked for many
     // tiny ranges.
-    std::vector<ReadRange> in_place_ranges() const override;
+    std::vector<ReadRange> in_place_ranges(std::size_t alignment) const override;
     std::byte* in_place_destination(std::uint64_t offset_bytes) const override;
     static constexpr std::uint64_t in_place_min_bytes = 1 << 20;
     // A graph whose first record has at least lead_record_min_bytes of data reads the first

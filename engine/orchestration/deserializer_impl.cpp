@@ -132,6 +132,10 @@ std::string_view Deserializer::Impl::start_prefault(const LoadOptions& options, 
     return "memory faulted in ahead";
 }
 
+std::size_t Deserializer::Impl::host_read_alignment() const {
+    return source->accepts_any_destination() ? std::max<std::size_t>(source->alignment_bytes(), 1) : 1;
+}
+
 const std::string& Deserializer::Impl::source_name() const {
     // A remote source's name is its URI without a password (redis://user:***@host/...).
     return local_path.empty() ? source->name() : uri;
@@ -424,8 +428,7 @@ Result<LoadedModel> Deserializer::Impl::load(const LoadOptions& options) {
     RL_TRY(ordinal, gpu::parse_device(options.device));
     RL_TRY_VOID(check_listed_tensors(index, options.tensors, uri));
     // Host tensors sit where aligned reads can land in them (a device load copies from slots).
-    const bool reads_into_host = ordinal == gpu::cpu_ordinal && source->accepts_any_destination();
-    const LoadLayout layout = plan_load(index, options, reads_into_host ? source->alignment_bytes() : 1);
+    const LoadLayout layout = plan_load(index, options, ordinal == gpu::cpu_ordinal ? host_read_alignment() : 1);
     WorkerPool pool(options.worker_threads);
     RL_TRY(model,
            options.signed_file ? load_signed(options, layout, pool, ordinal) : load_on(options, layout, pool, ordinal));

@@ -132,6 +132,9 @@ struct Deserializer::Impl {
     Result<DeviceLink*> link_for(int ordinal, BufferRing& ring_in_use);
     // The source's name in messages: a remote URI without its password.
     const std::string& source_name() const;
+    // The alignment host tensors keep so that the source reads straight into them
+    // (load_layout.hpp); 1 where any address does, or where it reads only into slots.
+    std::size_t host_read_alignment() const;
     // Starts faulting `arena` in from a background thread where options.prefault asks for it;
     // says which it chose, for LoadedModel::how.
     std::string_view start_prefault(const LoadOptions& options, HostArena& arena) const;

@@ -80,7 +80,8 @@ std::uint64_t Deserializer::Impl::host_bytes_needed(const LoadOptions& options, 
     if (!index.format->tensors_view_storages) {
         return layout.owned_bytes + layout.raw_bytes;
     }
-    std::uint64_t bytes = plan_storage_block(index, wanted_tensors(layout)).bytes; // as load_storages_to_host
+    std::uint64_t bytes =
+        plan_storage_block(index, wanted_tensors(layout), host_read_alignment()).bytes; // as load_storages_to_host
     for (const auto& planned : layout.tensors) {
         const TensorInfo& stored = index.tensors[planned.index];
         if (planned.given == nullptr && (planned.converts || (options.contiguous && !is_c_contiguous(stored)))) {
@@ -93,7 +94,7 @@ std::uint64_t Deserializer::Impl::host_bytes_needed(const LoadOptions& options, 
 Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions& options, const LoadLayout& layout,
                                                               WorkerPool& pool) {
     RL_TRY(ring_in_use, ring_for(options));
-    const StorageBlock block = plan_storage_block(index, wanted_tensors(layout));
+    const StorageBlock block = plan_storage_block(index, wanted_tensors(layout), host_read_alignment());
     // After the storages: the copies the load owns.
     std::vector<std::size_t> copy_offset(layout.tensors.size(), 0);
     std::vector<bool> copies(layout.tensors.size(), false);

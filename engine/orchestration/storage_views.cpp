@@ -1,6 +1,7 @@
 // engine/orchestration/storage_views.cpp
 #include "storage_views.hpp"
 
+#include "ringload/engine/stage_graph.hpp"
 #include "ringload/host_arena.hpp"
 
 #include <algorithm>
@@ -8,7 +9,8 @@
 
 namespace ringload {
 
-StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_t>& wanted) {
+StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_t>& wanted,
+                                std::size_t read_alignment) {
     StorageBlock block;
     std::vector<bool> needed(index.storages.size(), false);
     for (std::size_t k : wanted) {
@@ -27,8 +29,15 @@ StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_
         return index.storages[a].data_offset_bytes < index.storages[b].data_offset_bytes;
     });
     for (std::uint32_t s : block.storages) {
-        block.offset_of[s] = block.bytes;
-        block.bytes = align_tensor_offset(block.bytes + index.storages[s].byte_length);
+        const StorageInfo& storage = index.storages[s];
+        std::size_t offset = block.bytes;
+        if (read_alignment > 1 && storage.byte_length >= StageGraph::in_place_min_bytes &&
+            storage.data_offset_bytes % HostArena::tensor_alignment_bytes == 0) {
+            const std::size_t phase = static_cast<std::size_t>(storage.data_offset_bytes % read_alignment);
+            offset += (phase + read_alignment - offset % read_alignment) % read_alignment;
+        }
+        block.offset_of[s] = offset;
+        block.bytes = align_tensor_offset(offset + storage.byte_length);
     }
     return block;
 }

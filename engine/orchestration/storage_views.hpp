@@ -22,8 +22,12 @@ struct StorageBlock {
     std::size_t bytes = 0;               // the block's size
 };
 
-// The storages the tensors `wanted` (indexes into index.tensors) view, laid out in one block.
-StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_t>& wanted);
+// The storages the tensors `wanted` (indexes into index.tensors) view, laid out in one block,
+// each at 64 bytes; with `read_alignment` > 1 (a host block that O_DIRECT reads land in),
+// a storage of 1 MiB or more whose file offset is 64-byte aligned (torch.save's are) sits at
+// that offset modulo read_alignment instead, as aligned as before (load_layout.hpp).
+StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_t>& wanted,
+                                std::size_t read_alignment = 1);
 
 // Whether the view reads its elements in C order without gaps (strides of a contiguous tensor;
 // a dimension of size 1 may have any stride).

@@ -1,40 +1,27 @@
 // formats/model_signing/openssl_handles.hpp
 //
-// OpenSSL objects owned (unique_ptr deleters) and the certificate helpers trust.cpp and
-// keyless.cpp share. Included by those .cpp files only: OpenSSL stays out of the headers.
+// The certificate helpers trust.cpp and keyless.cpp share, and the OpenSSL handle types they
+// use. Included by those .cpp files only: OpenSSL stays out of the headers.
 #pragma once
 
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/x509.h>
+#include "ringload/engine/openssl_handles.hpp"
+
 #include <openssl/x509v3.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
 
 namespace ringload::model_signing {
 
-struct BioFree {
-    void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct X509Free {
-    void operator()(X509* x) const { X509_free(x); }
-};
-struct StoreFree {
-    void operator()(X509_STORE* store) const { X509_STORE_free(store); }
-};
-struct StoreContextFree {
-    void operator()(X509_STORE_CTX* context) const { X509_STORE_CTX_free(context); }
-};
-struct StackFree {
-    void operator()(STACK_OF(X509) * stack) const { sk_X509_pop_free(stack, X509_free); }
-};
-struct MdContextFree {
-    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Certificate = std::unique_ptr<X509, X509Free>;
+// The deleters are the engine's (engine/include/ringload/engine/openssl_handles.hpp).
+using openssl::Bio;
+using openssl::BioFree;
+using openssl::Certificate;
+using openssl::MdContextFree;
+using openssl::StackFree;
+using openssl::StoreContextFree;
+using openssl::StoreFree;
+using openssl::X509Free;
 
 inline Certificate certificate_from_der(const std::string& der) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(der.data());

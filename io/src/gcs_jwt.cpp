@@ -1,7 +1,8 @@
 // io/src/gcs_jwt.cpp
 #include "gcs_jwt.hpp"
 
-#include <openssl/bio.h>
+#include "ringload/engine/openssl_handles.hpp"
+
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -13,20 +14,9 @@
 namespace ringload {
 namespace {
 
-struct BioFree {
-    void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct KeyFree {
-    void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-struct DigestFree {
-    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
-};
-
-Result<std::unique_ptr<EVP_PKEY, KeyFree>> read_rsa_key(std::string_view pem, std::string_view key_from) {
-    std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    std::unique_ptr<EVP_PKEY, KeyFree> key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
-                                               : nullptr);
+Result<openssl::Key> read_rsa_key(std::string_view pem, std::string_view key_from) {
+    openssl::Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    openssl::Key key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
     // OpenSSL's queued reasons may quote the input: dropped, not passed on.
     ERR_clear_error();
     if (!key || EVP_PKEY_base_id(key.get()) != EVP_PKEY_RSA) {
@@ -37,7 +27,7 @@ Result<std::unique_ptr<EVP_PKEY, KeyFree>> read_rsa_key(std::string_view pem, st
 }
 
 Result<std::vector<unsigned char>> sign_rs256(EVP_PKEY* key, std::string_view input, std::string_view key_from) {
-    std::unique_ptr<EVP_MD_CTX, DigestFree> context(EVP_MD_CTX_new());
+    openssl::MdContext context(EVP_MD_CTX_new());
     std::size_t length = 0;
     const auto* data = reinterpret_cast<const unsigned char*>(input.data());
     if (!context || EVP_DigestSignInit(context.get(), nullptr, EVP_sha256(), nullptr, key) != 1 ||

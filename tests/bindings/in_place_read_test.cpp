@@ -7,11 +7,13 @@
 // offset modulo 4096 and most of the bytes skip the slots, a tensor that would lose its
 // element alignment keeps 64 bytes and goes through them. A signed file (LoadOptions::
 // signed_file) read that way is hashed from the tensors' memory: its digest checks out, and
-// a wrong digest fails the load.
+// a wrong digest fails the load. A torch.save zip (written by our torch writer) read with
+// O_DIRECT keeps its storages' 64-byte alignment and places them by file offset too.
 #include "../support/test_support.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/model_signing.hpp"
 #include "ringload/ringload.hpp"
+#include "ringload/serializer.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -174,6 +176,47 @@ TEST(InPlaceRead, ASignedFileReadInPlaceIsHashedFromTheTensorsAndAWrongDigestFai
     EXPECT_EQ(refused.error().code, errc::hash_mismatch);
     EXPECT_NE(refused.error().detail.find("awkward.safetensors does not match its signed SHA-256"), std::string::npos)
         << refused.error().detail;
+}
+
+TEST(InPlaceRead, TorchStoragesSitAtTheirFileOffsetAndKeep64Bytes) {
+    testing::TempDir folder(std::filesystem::current_path());
+    std::mt19937 random(11);
+    std::vector<std::vector<std::byte>> data;
+    for (std::size_t bytes : {std::size_t{1000}, std::size_t{(2 << 20) + 36}, std::size_t{(3 << 20) + 4}}) {
+        data.emplace_back(bytes);
+        for (std::byte& b : data.back()) {
+            b = static_cast<std::byte>(random());
+        }
+    }
+    std::vector<TensorToWrite> tensors;
+    for (std::size_t k = 0; k < data.size(); ++k) {
+        tensors.push_back({{"t" + std::to_string(k)}, DType::float32, {data[k].size() / 4}, data[k]});
+    }
+    const std::string path = (folder.path() / "model.pt").string();
+    auto written = write_torch(path, tensors);
+    ASSERT_TRUE(written) << written.error().message();
+    OpenOptions open_options;
+    open_options.read_mode = ReadMode::direct;
+    auto opened = Deserializer::open(path, open_options);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto model = opened->load();
+    ASSERT_TRUE(model) << model.error().message();
+    ASSERT_NE(model->how.find("O_DIRECT"), std::string::npos) << model->how;
+    ASSERT_EQ(model->tensors.size(), data.size());
+    const std::vector<std::byte> file = testing::read_file(path);
+    for (const LoadedTensor& tensor : model->tensors) {
+        const std::size_t k = std::stoul(tensor.info.name.substr(1));
+        ASSERT_EQ(tensor.bytes.size(), data[k].size()) << tensor.info.name;
+        EXPECT_TRUE(std::equal(tensor.bytes.begin(), tensor.bytes.end(), data[k].begin())) << tensor.info.name;
+        EXPECT_EQ(address_of(tensor) % 64, 0u) << tensor.info.name;
+        if (data[k].size() >= (1 << 20)) {
+            const auto at = std::search(file.begin(), file.end(), data[k].begin(), data[k].begin() + 64);
+            ASSERT_NE(at, file.end());
+            EXPECT_EQ(address_of(tensor) % 4096, static_cast<std::size_t>(at - file.begin()) % 4096)
+                << tensor.info.name;
+        }
+    }
+    EXPECT_GE(model->bytes_in_place, (5u << 20) - 4 * 4096) << model->how;
 }
 
 } // namespace

@@ -14,11 +14,7 @@ std::size_t owned_offset_for(std::size_t cursor, const TensorInfo& info, const P
     const bool in_place = read_alignment > 1 && !planned.converts &&
                           planned.byte_length >= StageGraph::in_place_min_bytes &&
                           info.data_offset_bytes % itemsize(info.dtype) == 0;
-    if (!in_place) {
-        return cursor;
-    }
-    const std::size_t phase = static_cast<std::size_t>(info.data_offset_bytes % read_alignment);
-    return cursor + (phase + read_alignment - cursor % read_alignment) % read_alignment;
+    return in_place ? offset_at_file_phase(cursor, info.data_offset_bytes, read_alignment) : cursor;
 }
 
 } // namespace

@@ -16,6 +16,7 @@
 #include "ringload/ringload.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace ringload {
@@ -41,6 +42,13 @@ struct LoadLayout {
 // `read_alignment`: the source's, when its reads may go straight into tensor memory (1 or 0:
 // no placement by file offset).
 LoadLayout plan_load(const Index& index, const LoadOptions& options, std::size_t read_alignment = 1);
+
+// The first offset at or after `cursor` that lies as far from an `alignment` boundary as
+// `file_offset` does: where a tensor (or torch storage) goes for aligned reads to land in it.
+inline std::size_t offset_at_file_phase(std::size_t cursor, std::uint64_t file_offset, std::size_t alignment) {
+    const std::size_t phase = static_cast<std::size_t>(file_offset % alignment);
+    return cursor + (phase + alignment - cursor % alignment) % alignment;
+}
 
 // The tensor as the caller sees it after the load: its dtype and length as loaded.
 TensorInfo loaded_info(const TensorInfo& stored, const PlannedTensor& planned);

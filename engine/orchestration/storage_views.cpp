@@ -1,6 +1,7 @@
 // engine/orchestration/storage_views.cpp
 #include "storage_views.hpp"
 
+#include "load_layout.hpp"
 #include "ringload/engine/stage_graph.hpp"
 #include "ringload/host_arena.hpp"
 
@@ -30,12 +31,10 @@ StorageBlock plan_storage_block(const Index& index, const std::vector<std::size_
     });
     for (std::uint32_t s : block.storages) {
         const StorageInfo& storage = index.storages[s];
-        std::size_t offset = block.bytes;
-        if (read_alignment > 1 && storage.byte_length >= StageGraph::in_place_min_bytes &&
-            storage.data_offset_bytes % HostArena::tensor_alignment_bytes == 0) {
-            const std::size_t phase = static_cast<std::size_t>(storage.data_offset_bytes % read_alignment);
-            offset += (phase + read_alignment - offset % read_alignment) % read_alignment;
-        }
+        const bool in_place = read_alignment > 1 && storage.byte_length >= StageGraph::in_place_min_bytes &&
+                              storage.data_offset_bytes % HostArena::tensor_alignment_bytes == 0;
+        const std::size_t offset =
+            in_place ? offset_at_file_phase(block.bytes, storage.data_offset_bytes, read_alignment) : block.bytes;
         block.offset_of[s] = offset;
         block.bytes = align_tensor_offset(offset + storage.byte_length);
     }

@@ -493,7 +493,10 @@ def group_case(server, root, work):
         results.append((all(g == want for g in got), ranged(log.new())))
     maps = map_blocks(entry_dir(cache))
     check("group: every rank gets every tensor, both starts", results[0][0] and results[1][0])
-    check("group: the two ranks kept their shares", len(maps) == 2 and
+    # A map per commit (map-PID-TIME-SEQ): a rank commits at the end of each of its loads, so it
+    # may leave more than one (the block its open read, then its share).
+    writers = {name.split("-")[1] for name in maps}
+    check("group: the two ranks kept their shares", len(writers) == 2 and
           len({b for blocks in maps.values() for b in blocks}) == (os.path.getsize(path) + BLOCK - 1) // BLOCK,
           str({name: len(blocks) for name, blocks in maps.items()}))
     check("group: the second start sends no range request", results[0][1] and not results[1][1], str(results[1][1]))

@@ -14,7 +14,9 @@ where no read-once group streams them (its report: nothing handed over; TP=2 wit
 off, each rank its own rows and columns); the OpenAI-compatible server started with --load-format
 ringload must answer a completion with the same tokens; a corrupt weights file, a missing one, a
 checkpoint without one of the model's weights, a wrong key and an unknown option must each fail
-the start, the error LLM() raises and its traceback naming the file, weight or option. vLLM finds
+the start, the error LLM() raises and its traceback naming the file, weight or option. Two starts
+with `{"cache": DIR}` over HTTP: the first fills the node's cache, the second asks nginx only one
+HEAD (check_cache). vLLM finds
 the loader through the dist-info the build writes beside the package (its vllm.general_plugins
 entry point), in every process it spawns.
 
@@ -253,10 +255,39 @@ def good_cases(m, http_url, s3_url):
          "load_format": "sharded_state", "tp": 2},
         {"name": "ringload, the pre-sharded layout vllm_convert wrote", "model": m["sharded1"],
          "load_format": ringload, "extra": {"placement": "mapped"}, "sharded": True},
+        # The node-local cache (issue #41): the first start fills it from nginx, the second
+        # asks nginx only whether the file changed (check_cache).
+        {"name": "ringload safetensors over HTTP, filling the node's cache", "model": m["st1"],
+         "load_format": ringload, "extra": {"uri": http_url + "/" + CACHE_FILE, "cache": m["cache"]}},
+        {"name": "ringload safetensors over HTTP, from the node's cache", "model": m["st1"],
+         "load_format": ringload, "extra": {"uri": http_url + "/" + CACHE_FILE, "cache": m["cache"]}},
     ]
 
 
 TP_FILE = "model-tp.safetensors"
+CACHE_FILE = "model-cache.safetensors"
+
+
+def check_cache(nginx, www, cache_dir):
+    """The two cache cases from nginx's log and the cache folder: the file's bytes were served
+    once (the first start's ranges, and its open's read of the head), the second start's only
+    request was the HEAD that checks
+    the version (no Range, status 200), and the cache holds an entry of the file's size."""
+    size = os.path.getsize(os.path.join(www, CACHE_FILE))
+    requests = [r for r in nginx.requests() if r[0] == "/" + CACHE_FILE]
+    served = 0
+    for _, range_header, status in requests:
+        if status == "206" and range_header.startswith("bytes="):
+            first, last = range_header[len("bytes="):].split("-")
+            served += int(last) - int(first) + 1
+    # Once: the first start's open reads the head (64 KiB) and its load the file; nothing after.
+    check("cache: two starts read the file from nginx once between them", size <= served <= size + (64 << 10),
+          f"{served} bytes of ranges for a file of {size}: {requests}")
+    check("cache: the second start asked nginx only whether the file changed (one HEAD, no range)",
+          bool(requests) and requests[-1][1] == "-" and requests[-1][2] == "200", str(requests[-3:]))
+    entries = [os.path.join(cache_dir, e, "data") for e in os.listdir(cache_dir)] if os.path.isdir(cache_dir) else []
+    check("cache: the node's cache holds the whole file", [os.path.getsize(e) for e in entries] == [size],
+          str(entries))
 
 
 def check_read_once(nginx, www):
@@ -472,8 +503,10 @@ def run_all(work, python_dir):
     from s3_server import MotoServer
     env = vllm_env(work, python_dir)
     m = make_models(work, env)
-    shutil.copy(os.path.join(m["www"], "model.safetensors"), os.path.join(m["www"], TP_FILE))
-    os.chmod(os.path.join(m["www"], TP_FILE), 0o644)
+    for name in (TP_FILE, CACHE_FILE):
+        shutil.copy(os.path.join(m["www"], "model.safetensors"), os.path.join(m["www"], name))
+        os.chmod(os.path.join(m["www"], name), 0o644)
+    m["cache"] = os.path.join(work, "node-cache")
     with Nginx(m["www"], access_log=True) as nginx, MotoServer() as s3:
         put_on_s3(s3.url, os.path.join(m["tz"], "model.tensors"), "models", "tiny/model.tensors")
         cases, fails = good_cases(m, nginx.http_url, s3.url), failure_cases(m)
@@ -482,6 +515,7 @@ def run_all(work, python_dir):
         check_loaded_by_ringload(sections, cases)
         check_into_parameters(sections, cases)
         check_read_once(nginx, m["www"])
+        check_cache(nginx, m["www"], m["cache"])
         check_failures(results, sections, fails)
     check_server(work, env, m, reference)
 

@@ -5,6 +5,7 @@
 #include "tensor_json.hpp"
 
 #include "ringload/formats.hpp"
+#include "ringload/memory_room.hpp"
 #include "ringload/model_signing.hpp"
 
 #include <algorithm>
@@ -12,8 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <mutex>
 #include <optional>
+#include <semaphore>
 #include <thread>
 
 namespace ringload::cli {
@@ -67,13 +71,16 @@ struct Loaded {
     double seconds = 0;
 };
 
-Result<FileLoaded> load_one(const ModelLoad& load, const std::string& path, const SignedModel* signed_model) {
+// `opened`: the file's deserializer (or why it did not open); `reads_done` goes to
+// LoadOptions::on_reads_done.
+Result<FileLoaded> load_one(const ModelLoad& load, const std::string& path, Result<Deserializer> opened,
+                            const SignedModel* signed_model, std::function<void()> reads_done) {
     LoadOptions options = load.options;
+    options.on_reads_done = std::move(reads_done);
     if (signed_model != nullptr) {
         RL_TRY(file, signed_model->file(path));
         options.signed_file = std::move(file);
     }
-    auto opened = load.open(path);
     auto model = opened ? opened->load(options) : Result<LoadedModel>(opened.error());
     if (!model && signed_model != nullptr && model.error().code != errc::hash_mismatch) {
         // A changed file may fail its parse before its hash: say that it changed.
@@ -83,12 +90,34 @@ Result<FileLoaded> load_one(const ModelLoad& load, const std::string& path, cons
     return FileLoaded{path, loaded.tensors.size(), loaded.bytes, loaded.seconds, loaded.how};
 }
 
-// The files, as many at once as there are cores: a file's SHA-256 is one sequence of bytes, so
-// a signed load hashes one file per core. The first failure cancels the others.
+// Files read at once: as many as there are cores, and for a signed model twice that: a file's
+// SHA-256 is one sequence of bytes, so a signed load hashes one file per core at a time; a
+// second file per core fills a core while the first waits for its next bytes, and lets the
+// last files end together rather than one core finishing a file alone. Fewer where memory is
+// short: each of them, and each load still finishing, holds its file's tensors until it ends.
+std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
+    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t wanted = signed_model ? 2 * cores : cores;
+    std::uint64_t largest = 0;
+    for (const std::string& path : files) {
+        std::error_code error;
+        const std::uintmax_t size = fs::file_size(path, error);
+        largest = std::max<std::uint64_t>(largest, error ? 0 : size);
+    }
+    const std::optional<MemoryRoom> room = memory_room();
+    if (!room || largest == 0) {
+        return wanted;
+    }
+    return std::clamp<std::uint64_t>(room->bytes / (2 * largest), 1, wanted);
+}
+
+// The files, files_read_at_once of them reading at once. The next file starts when a file's
+// reads end, not its load, so the disk does not wait for a file's last hashes (up to twice as
+// many loads at once, half of them finishing). The first failure cancels the others.
 Result<std::vector<FileLoaded>> load_files(const ModelLoad& load, const std::vector<std::string>& files,
                                            const SignedModel* signed_model) {
-    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t parallel = std::min(files.size(), cores);
+    const std::size_t lanes = files_read_at_once(files, signed_model != nullptr);
+    std::counting_semaphore<> reading(static_cast<std::ptrdiff_t>(lanes));
     std::vector<std::optional<Result<FileLoaded>>> results(files.size());
     std::atomic<std::size_t> next{0};
     CancelToken stop;
@@ -96,15 +125,22 @@ Result<std::vector<FileLoaded>> load_files(const ModelLoad& load, const std::vec
     each.options.cancel = &stop;
     each.options.progress = nullptr; // one bar cannot show loads side by side
     auto work = [&] {
-        for (std::size_t k = next++; k < files.size(); k = next++) {
-            results[k] = load_one(each, files[k], signed_model);
+        for (std::size_t k = next++; k < files.size() && !stop.cancelled(); k = next++) {
+            // Opened before its turn to read: its header read would otherwise wait behind the
+            // reads of the files loading now (70 ms behind 256 MiB of them).
+            Result<Deserializer> opened = each.open(files[k]);
+            reading.acquire();
+            std::once_flag once; // the file stops reading when its reads end, or its load does
+            const auto reads_over = [&] { std::call_once(once, [&] { reading.release(); }); };
+            results[k] = load_one(each, files[k], std::move(opened), signed_model, reads_over);
+            reads_over();
             if (!*results[k]) {
                 stop.cancel();
             }
         }
     };
     std::vector<std::thread> threads;
-    for (std::size_t t = 1; t < parallel; ++t) {
+    for (std::size_t t = 1; t < std::min(files.size(), 2 * lanes); ++t) {
         threads.emplace_back(work);
     }
     work();

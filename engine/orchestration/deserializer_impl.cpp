@@ -159,6 +159,7 @@ Result<RunStats> Deserializer::Impl::run_handler(const LoadOptions& options, Buf
     controls.progress = options.progress;
     controls.progress_tensors_total = tensors_total;
     controls.tensors_done = tensors_done;
+    controls.reads_done = options.on_reads_done;
     if (options.signed_file) {
         // A load to a device may decrypt or byte-swap in the slots: the hash reads copies then.
         const bool to_device = options.device != "cpu";

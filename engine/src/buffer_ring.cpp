@@ -83,7 +83,7 @@ Result<std::unique_ptr<BufferRing>> BufferRing::create(asio::io_context& loop, B
     // Huge pages keep a multi-MiB O_DIRECT read in few segments; pre-fault once, up front, so
     // no read pays for a page fault.
     (void)::madvise(memory, mapped, MADV_HUGEPAGE);
-    if (::madvise(memory, mapped, MADV_POPULATE_WRITE) != 0) {
+    if (options.populate && ::madvise(memory, mapped, MADV_POPULATE_WRITE) != 0) {
         std::memset(memory, 0, mapped);
     }
     return std::unique_ptr<BufferRing>(new BufferRing(loop, options, static_cast<std::byte*>(memory), mapped));

@@ -129,6 +129,7 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
     auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
                                                window.useful_length_bytes, in_place);
     state->add_done(window.useful_length_bytes);
+    state->read_came_in(controls);
     if (in_place != nullptr) {
         state->add_in_place(window.useful_length_bytes);
     }
@@ -214,6 +215,10 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     std::size_t lead_windows = 0;
     const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place, lead_windows);
     const std::uint64_t plan_bytes = plan.total_bytes();
+    state->expect_reads(windows.size());
+    if (windows.empty() && controls.reads_done) {
+        controls.reads_done(); // nothing to read
+    }
 
     auto watch = std::make_shared<StopWatch>(loop);
     RunControls stop_controls; // what the watcher needs: the cancel token, not the progress callback

@@ -71,6 +71,15 @@ public:
         }
     }
 
+    // Loop thread: the reads the run will issue; each one that came in whole says so, and the
+    // last calls controls.reads_done (unless the run failed or was cancelled).
+    void expect_reads(std::size_t count) { reads_left_ = count; }
+    void read_came_in(const RunControls& controls) {
+        if (--reads_left_ == 0 && !has_failed() && controls.reads_done) {
+            controls.reads_done();
+        }
+    }
+
     // Loop thread: counts bytes done and reports them (throttled unless forced).
     void add_done(std::uint64_t bytes) { bytes_done_ += bytes; }
     std::uint64_t bytes_done() const { return bytes_done_; }
@@ -105,6 +114,7 @@ private:
 
     asio::steady_timer wakeup_;
     std::size_t workers_busy_ = 0;
+    std::size_t reads_left_ = 0;
     std::uint64_t bytes_done_ = 0;
     std::uint64_t bytes_in_place_ = 0;
     Clock::time_point started_ = Clock::now();

@@ -11,7 +11,6 @@
 
 #include <fcntl.h>
 #include <liburing.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -193,28 +192,6 @@ bool io_uring_available() {
         return true;
     }();
     return available;
-}
-
-double page_cache_residency(int fd, std::uint64_t size_bytes) {
-    if (size_bytes == 0) {
-        return 1.0;
-    }
-    void* map = ::mmap(nullptr, size_bytes, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        return 0.0;
-    }
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> resident((size_bytes + page - 1) / page);
-    double fraction = 0.0;
-    if (::mincore(map, size_bytes, resident.data()) == 0) {
-        std::size_t count = 0;
-        for (unsigned char flags : resident) {
-            count += flags & 1;
-        }
-        fraction = static_cast<double>(count) / static_cast<double>(resident.size());
-    }
-    ::munmap(map, size_bytes);
-    return fraction;
 }
 
 bool mostly_in_page_cache(int fd, std::uint64_t size_bytes) {

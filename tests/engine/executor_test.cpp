@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 namespace ringload {
@@ -191,6 +193,81 @@ TEST(Executor, CancelEndsTheRunWithCancelled) {
     EXPECT_EQ(stats.error().code, errc::cancelled);
     EXPECT_LT(handler.chunks_, 4'000'000u / 8192);
     EXPECT_EQ(harness.ring->free_count(), harness.ring->slot_count());
+}
+
+// Holds every chunk until the run says its reads are done: the ring has a slot for each read,
+// so the reads all come in while the workers still hold their chunks.
+class WaitsForReadsDone final : public ChunkHandler {
+public:
+    explicit WaitsForReadsDone(CountingHandler& inner) : inner_(inner) {}
+    void reads_done() {
+        std::lock_guard lock(mutex_);
+        ++reads_done_calls_;
+        chunks_before_reads_done_ = chunks_processed_;
+        changed_.notify_all();
+    }
+    Result<void> process(const ChunkPtr& chunk) override {
+        std::unique_lock lock(mutex_);
+        if (!changed_.wait_for(lock, std::chrono::seconds(10), [&] { return reads_done_calls_ > 0; })) {
+            return fail(errc::io_error, "reads_done never came while chunks waited");
+        }
+        ++chunks_processed_;
+        lock.unlock();
+        return inner_.process(chunk);
+    }
+    Result<void> finish() override { return inner_.finish(); }
+
+    int reads_done_calls_ = 0;
+    std::size_t chunks_before_reads_done_ = 0;
+
+private:
+    CountingHandler& inner_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::size_t chunks_processed_ = 0;
+};
+
+TEST(Executor, SaysOnceThatTheReadsAreDoneBeforeTheWorkersAre) {
+    const std::uint64_t size = 200'000; // 25 windows of 8 KiB, 32 slots
+    Harness harness({.size_bytes = size, .alignment_bytes = 4096}, {32, 8192});
+    Plan plan{{{100, 150'000}, {160'000, 39'000}}};
+    CountingHandler counting(size);
+    WaitsForReadsDone handler(counting);
+    RunControls controls;
+    controls.reads_done = [&] { handler.reads_done(); };
+    auto stats = harness.run(plan, handler, controls);
+    ASSERT_TRUE(stats) << stats.error().message();
+    EXPECT_EQ(handler.reads_done_calls_, 1);
+    EXPECT_EQ(handler.chunks_before_reads_done_, 0u); // every read was in before any chunk was processed
+    EXPECT_EQ(counting.corrupt_, 0u);
+    for (std::uint64_t offset = 0; offset < size; ++offset) {
+        const bool planned = (offset >= 100 && offset < 150'100) || (offset >= 160'000 && offset < 199'000);
+        ASSERT_EQ(counting.deliveries_[offset], planned ? 1 : 0) << "byte " << offset;
+    }
+}
+
+TEST(Executor, DoesNotSayTheReadsAreDoneWhenTheRunFails) {
+    Harness harness({.size_bytes = 1'000'000, .fail_at_offset = 900'000});
+    Plan plan{{{0, 1'000'000}}};
+    CountingHandler handler(1'000'000);
+    int reads_done_calls = 0;
+    RunControls controls;
+    controls.reads_done = [&] { ++reads_done_calls; };
+    auto stats = harness.run(plan, handler, controls);
+    ASSERT_FALSE(stats);
+    EXPECT_EQ(stats.error().code, errc::io_error);
+    EXPECT_EQ(reads_done_calls, 0);
+}
+
+TEST(Executor, SaysTheReadsAreDoneAtOnceForAnEmptyPlan) {
+    Harness harness({.size_bytes = 1'000});
+    CountingHandler handler(1'000);
+    int reads_done_calls = 0;
+    RunControls controls;
+    controls.reads_done = [&] { ++reads_done_calls; };
+    auto stats = harness.run(Plan{}, handler, controls);
+    ASSERT_TRUE(stats) << stats.error().message();
+    EXPECT_EQ(reads_done_calls, 1);
 }
 
 TEST(BufferRing, RefusesSlotSizesThatAreNotPageMultiples) {

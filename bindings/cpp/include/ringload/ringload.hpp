@@ -175,6 +175,14 @@ struct LoadOptions {
     // there even when the load fails: discard them then. The tensors are never left in the
     // file's pages (Placement::mapped_file is refused): what is handed out is what was hashed.
     std::shared_ptr<const SignedFile> signed_file;
+    // Called once, on the load's I/O thread, when every byte the load reads has come in: the
+    // workers may still be hashing, decrypting, converting or copying it. A caller loading many
+    // files starts the next file's reads here, so that the disk does not wait for this file's
+    // last hash (`ringload load DIR` does). Not called when the load fails or is cancelled
+    // first, nor by loads that read nothing through the engine (Placement::mapped_file): treat
+    // load()'s return as the end of the reads too. Keep it short; it must not call into this
+    // Deserializer.
+    std::function<void()> on_reads_done;
 };
 
 struct LoadedTensor {

@@ -37,6 +37,10 @@ inline constexpr std::uint32_t slot_count_default = 32;
 struct BufferRingOptions {
     std::uint32_t slot_count = slot_count_default;
     std::size_t slot_size_bytes = slot_size_bytes_default;
+    // Fault every slot in (zeroed) up front, so that no read pays for it. False for a ring whose
+    // reads mostly land in place (O_DIRECT into host tensors): its slots only stand for reads in
+    // flight, and the few it fills fault in on first use; registering it faults it in too.
+    bool populate = true;
 };
 
 class BufferRing;

@@ -26,6 +26,9 @@ struct RunControls {
     std::uint64_t progress_tensors_total = 0;
     // Tensors handed over so far (counted by the caller as records complete), for the reports.
     const std::atomic<std::uint64_t>* tensors_done = nullptr;
+    // Called once on the loop thread when the last read of the plan has come in (the workers
+    // may still be at it); not when the run stops first (LoadOptions::on_reads_done).
+    std::function<void()> reads_done;
 };
 
 struct RunStats {

@@ -126,6 +126,12 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         co_return; // the slot goes back when `slot` dies
     }
     std::size_t lead = static_cast<std::size_t>(window.useful_offset_bytes - window.read_offset_bytes);
+    if (in_place != nullptr) {
+        // The bytes are where they go: the slot only counted the read in flight. Let it go now,
+        // not when a worker gets to the chunk: a signed file's hash runs behind its reads (on
+        // two cores the workers are all busy hashing), and the next reads must not wait for it.
+        slot = SlotLease{};
+    }
     auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
                                                window.useful_length_bytes, in_place);
     state->add_done(window.useful_length_bytes);

@@ -246,6 +246,44 @@ TEST(Executor, SaysOnceThatTheReadsAreDoneBeforeTheWorkersAre) {
     }
 }
 
+// Takes every byte in place, into `memory`.
+class InPlaceHandler final : public ChunkHandler {
+public:
+    InPlaceHandler(std::vector<std::byte>& memory, ChunkHandler& inner) : memory_(memory), inner_(inner) {}
+    std::vector<ReadRange> in_place_ranges(std::size_t) const override { return {{0, memory_.size()}}; }
+    std::byte* in_place_destination(std::uint64_t offset_bytes) const override { return memory_.data() + offset_bytes; }
+    Result<void> process(const ChunkPtr& chunk) override { return inner_.process(chunk); }
+    Result<void> finish() override { return inner_.finish(); }
+
+private:
+    std::vector<std::byte>& memory_;
+    ChunkHandler& inner_;
+};
+
+// A read in place gives its slot back when its bytes are in, not when a worker has looked at
+// them: with two slots and workers that hold every chunk until the last read is in, the reads
+// still all come in (with the slots held to the end, the run would wait forever).
+TEST(Executor, ReadsInPlaceGoOnWhileTheWorkersHoldTheirChunks) {
+    const std::uint64_t size = 64 * 1024;
+    Harness harness({.size_bytes = size, .any_destination = true}, {2, 4096});
+    std::vector<std::byte> memory(size);
+    CountingHandler counting(size);
+    WaitsForReadsDone waiting(counting);
+    InPlaceHandler handler(memory, waiting);
+    RunControls controls;
+    controls.reads_done = [&] { waiting.reads_done(); };
+    auto stats = harness.run(Plan{{{0, size}}}, handler, controls);
+    ASSERT_TRUE(stats) << stats.error().message();
+    EXPECT_EQ(stats->bytes_in_place, size);
+    EXPECT_EQ(waiting.reads_done_calls_, 1);
+    EXPECT_EQ(counting.corrupt_, 0u);
+    for (std::uint64_t offset = 0; offset < size; ++offset) {
+        ASSERT_EQ(memory[offset], testing::pattern_byte(offset)) << "byte " << offset;
+        ASSERT_EQ(counting.deliveries_[offset], 1) << "byte " << offset;
+    }
+    EXPECT_EQ(harness.ring->free_count(), harness.ring->slot_count());
+}
+
 TEST(Executor, DoesNotSayTheReadsAreDoneWhenTheRunFails) {
     Harness harness({.size_bytes = 1'000'000, .fail_at_offset = 900'000});
     Plan plan{{{0, 1'000'000}}};

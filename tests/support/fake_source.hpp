@@ -27,6 +27,7 @@ struct FakeSourceOptions {
     unsigned seed = 0;
     bool short_reads = false;                    // complete each read at a random length
     std::optional<std::uint64_t> fail_at_offset; // a read covering this offset fails
+    bool any_destination = false;                // reads land where the handler asks (in place)
 };
 
 class FakeSource final : public Source {
@@ -37,6 +38,7 @@ public:
     std::uint64_t size_bytes() const override { return options_.size_bytes; }
     std::size_t alignment_bytes() const override { return options_.alignment_bytes; }
     std::string describe() const override { return "fake"; }
+    bool accepts_any_destination() const override { return options_.any_destination; }
 
     Task<Result<std::size_t>> read_some_at(std::uint64_t offset, ReadTarget target) override {
         auto dst = target.bytes();

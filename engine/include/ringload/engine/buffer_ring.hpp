@@ -1,9 +1,11 @@
 // engine/include/ringload/engine/buffer_ring.hpp
 //
-// A fixed set of equally sized, page-aligned buffers ("slots") that every read lands in. The
-// ring is the pipeline's only source of backpressure: when all slots are leased, acquire()
-// suspends until a sink releases one. The memory is one mapping, backed by huge pages and
-// pre-faulted once, so a 4 MiB O_DIRECT read is not split into 4 KiB pieces by the block layer.
+// A fixed set of equally sized, page-aligned buffers ("slots") that reads land in. The ring is
+// the pipeline's only source of backpressure: when all slots are leased, acquire() suspends
+// until a sink releases one. A read in place (straight into a tensor's memory) holds a slot
+// only while it is in flight, so the slots also bound the reads in flight. The memory is one
+// mapping, backed by huge pages and (unless BufferRingOptions::populate is false) pre-faulted
+// once, so a 4 MiB O_DIRECT read is not split into 4 KiB pieces by the block layer.
 //
 //     RL_TRY(ring, BufferRing::create(loop, {.slot_count = 32, .slot_size_bytes = 4 << 20}));
 //     ring->register_with_io_uring();               // optional: enables fixed-buffer reads

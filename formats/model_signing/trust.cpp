@@ -22,7 +22,7 @@ namespace {
 std::string curve_of(EVP_PKEY* key) {
     char group[64] = {};
     std::size_t length = 0;
-    if (EVP_PKEY_get_base_id(key) != EVP_PKEY_EC ||
+    if (key == nullptr || EVP_PKEY_get_base_id(key) != EVP_PKEY_EC ||
         EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group), &length) != 1) {
         return "";
     }
@@ -46,28 +46,17 @@ std::vector<Certificate> certificates_from_pem(const std::string& pem) {
 
 } // namespace
 
-EcKey& EcKey::operator=(EcKey&& other) noexcept {
-    if (this != &other) {
-        EVP_PKEY_free(key_);
-        key_ = other.key_;
-        curve_ = std::move(other.curve_);
-        other.key_ = nullptr;
-    }
-    return *this;
+void EcKey::KeyFree::operator()(evp_pkey_st* key) const noexcept {
+    EVP_PKEY_free(key);
 }
 
-EcKey::~EcKey() {
-    EVP_PKEY_free(key_);
-}
-
-Result<EcKey> EcKey::adopt(evp_pkey_st* key, const std::string& name) {
-    std::string curve = curve_of(key);
+Result<EcKey> EcKey::adopt(OwnedKey key, const std::string& name) {
+    std::string curve = curve_of(key.get());
     if (curve.empty()) {
-        EVP_PKEY_free(key);
         return fail(errc::unsupported,
                     name + ": not an ECDSA key on P-256, P-384 or P-521 (what Model Signing signs with)");
     }
-    return EcKey(key, std::move(curve));
+    return EcKey(std::move(key), std::move(curve));
 }
 
 Result<EcKey> EcKey::public_from_der(std::string_view der, const std::string& name) {
@@ -76,7 +65,7 @@ Result<EcKey> EcKey::public_from_der(std::string_view der, const std::string& na
     if (key == nullptr) {
         return fail(errc::format_error, name + ": not a DER public key");
     }
-    return adopt(key, name);
+    return adopt(OwnedKey(key), name);
 }
 
 Result<EcKey> EcKey::from_certificate(const std::string& der, const std::string& name) {
@@ -84,7 +73,7 @@ Result<EcKey> EcKey::from_certificate(const std::string& der, const std::string&
     if (!certificate) {
         return fail(errc::format_error, name + ": not a DER X.509 certificate");
     }
-    return adopt(X509_get_pubkey(certificate.get()), name);
+    return adopt(OwnedKey(X509_get_pubkey(certificate.get())), name);
 }
 
 Result<EcKey> EcKey::public_from_pem(std::string_view pem, const std::string& name) {
@@ -93,7 +82,7 @@ Result<EcKey> EcKey::public_from_pem(std::string_view pem, const std::string& na
     if (key == nullptr) {
         return fail(errc::invalid_argument, name + ": not a PEM public key");
     }
-    return adopt(key, name);
+    return adopt(OwnedKey(key), name);
 }
 
 Result<EcKey> EcKey::private_from_pem(std::string_view pem, const std::string& name) {
@@ -102,12 +91,12 @@ Result<EcKey> EcKey::private_from_pem(std::string_view pem, const std::string& n
     if (key == nullptr) {
         return fail(errc::invalid_argument, name + ": not a PEM private key (an encrypted one is not taken)");
     }
-    return adopt(key, name);
+    return adopt(OwnedKey(key), name);
 }
 
 std::string EcKey::public_pem() const {
     Bio bio(BIO_new(BIO_s_mem()));
-    PEM_write_bio_PUBKEY(bio.get(), key_);
+    PEM_write_bio_PUBKEY(bio.get(), key_.get());
     char* data = nullptr;
     const long length = BIO_get_mem_data(bio.get(), &data);
     return std::string(data, static_cast<std::size_t>(length));
@@ -115,7 +104,7 @@ std::string EcKey::public_pem() const {
 
 Result<void> EcKey::verify(std::string_view message, std::string_view der_signature, const std::string& name) const {
     std::unique_ptr<EVP_MD_CTX, MdContextFree> context(EVP_MD_CTX_new());
-    const bool valid = EVP_DigestVerifyInit(context.get(), nullptr, digest_for(curve_), nullptr, key_) == 1 &&
+    const bool valid = EVP_DigestVerifyInit(context.get(), nullptr, digest_for(curve_), nullptr, key_.get()) == 1 &&
                        EVP_DigestVerify(context.get(), reinterpret_cast<const unsigned char*>(der_signature.data()),
                                         der_signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
                                         message.size()) == 1;
@@ -130,7 +119,7 @@ Result<std::string> EcKey::sign(std::string_view message) const {
     std::unique_ptr<EVP_MD_CTX, MdContextFree> context(EVP_MD_CTX_new());
     std::size_t length = 0;
     const auto* bytes = reinterpret_cast<const unsigned char*>(message.data());
-    if (EVP_DigestSignInit(context.get(), nullptr, digest_for(curve_), nullptr, key_) != 1 ||
+    if (EVP_DigestSignInit(context.get(), nullptr, digest_for(curve_), nullptr, key_.get()) != 1 ||
         EVP_DigestSign(context.get(), nullptr, &length, bytes, message.size()) != 1) {
         return fail(errc::invalid_argument, "cannot sign with this " + curve_ + " key");
     }
@@ -179,7 +168,7 @@ Result<EcKey> verify_certificate_chain(const std::vector<std::string>& bundle_ce
                                                  ": the signing certificate is not for signing (neither key usage "
                                                  "digitalSignature nor extended key usage codeSigning)");
     }
-    return EcKey::adopt(X509_get_pubkey(leaf.get()), name + ": the signing certificate's key");
+    return EcKey::adopt(EcKey::OwnedKey(X509_get_pubkey(leaf.get())), name + ": the signing certificate's key");
 }
 
 std::string sha256_hex(std::string_view bytes) {

@@ -15,6 +15,7 @@
 
 #include "ringload/error.hpp"
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,12 +33,6 @@ public:
     static Result<EcKey> from_certificate(const std::string& der, const std::string& name);
     static Result<EcKey> private_from_pem(std::string_view pem, const std::string& name);
 
-    EcKey(EcKey&& other) noexcept : key_(other.key_), curve_(std::move(other.curve_)) { other.key_ = nullptr; }
-    EcKey& operator=(EcKey&& other) noexcept;
-    EcKey(const EcKey&) = delete;
-    EcKey& operator=(const EcKey&) = delete;
-    ~EcKey();
-
     // "P-256", "P-384" or "P-521".
     const std::string& curve() const { return curve_; }
     // The SubjectPublicKeyInfo as PEM text, as OpenSSL and Python's cryptography write it (the
@@ -51,9 +46,14 @@ public:
 private:
     friend Result<EcKey> verify_certificate_chain(const std::vector<std::string>&, const std::vector<std::string>&,
                                                   const std::string&);
-    static Result<EcKey> adopt(evp_pkey_st* key, const std::string& name);
-    explicit EcKey(evp_pkey_st* key, std::string curve) : key_(key), curve_(std::move(curve)) {}
-    evp_pkey_st* key_ = nullptr;
+    // EVP_PKEY_free, out of line: OpenSSL's headers stay out of this one.
+    struct KeyFree {
+        void operator()(evp_pkey_st* key) const noexcept;
+    };
+    using OwnedKey = std::unique_ptr<evp_pkey_st, KeyFree>;
+    static Result<EcKey> adopt(OwnedKey key, const std::string& name);
+    EcKey(OwnedKey key, std::string curve) : key_(std::move(key)), curve_(std::move(curve)) {}
+    OwnedKey key_;
     std::string curve_;
 };
 

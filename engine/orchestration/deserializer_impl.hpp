@@ -135,9 +135,14 @@ struct Deserializer::Impl {
     // The alignment host tensors keep so that the source reads straight into them
     // (load_layout.hpp); 1 where any address does, or where it reads only into slots.
     std::size_t host_read_alignment() const;
-    // Starts faulting `arena` in from a background thread where options.prefault asks for it;
-    // says which it chose, for LoadedModel::how.
-    std::string_view start_prefault(const LoadOptions& options, HostArena& arena) const;
+    // What start_prefault chose (for LoadedModel::how), and what stops the pre-fault when the
+    // load is cancelled: hold it for the load's length.
+    struct StartedPrefault {
+        std::string_view how;
+        CancelToken::Subscription stops_on_cancel;
+    };
+    // Starts faulting `arena` in from a background thread where options.prefault asks for it.
+    StartedPrefault start_prefault(const LoadOptions& options, HostArena& arena) const;
 
     // The model's tensors, each at its place (given or in `owned`).
     void fill_tensors(LoadedModel& model, const LoadLayout& layout, std::byte* owned, const FormatGraph& graph) const;

@@ -109,7 +109,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
         }
     }
     RL_TRY(arena, HostArena::create(std::max<std::size_t>(arena_bytes, 1)));
-    const std::string_view prefault_how = start_prefault(options, *arena);
+    const StartedPrefault prefault = start_prefault(options, *arena);
     std::byte* base = arena->data();
     LoadedModel model;
     model.tensors.resize(layout.tensors.size());
@@ -145,7 +145,7 @@ Result<LoadedModel> Deserializer::Impl::load_storages_to_host(const LoadOptions&
     model.arena = arena;
     model.bytes_read = stats.bytes_read;
     model.bytes_in_place = stats.bytes_in_place;
-    model.how = source->describe() + ", " + std::string(prefault_how);
+    model.how = source->describe() + ", " + std::string(prefault.how);
     for (const auto& tensor : model.tensors) {
         model.bytes += tensor.info.byte_length;
     }

@@ -48,6 +48,9 @@ public:
     // Faults the whole arena in from a background thread, front to back. An arena destroyed
     // before it is done stops it after the step in progress (64 MiB).
     void prefault_in_background();
+    // Stops the background pre-fault after the step in progress (a cancelled load: the rest of
+    // the arena is not wanted). Any thread; join_prefault() still waits for the step.
+    void stop_prefault() noexcept { prefault_stop_.store(true, std::memory_order_relaxed); }
     // Waits for the background pre-fault (if any) to finish.
     void join_prefault();
     // A mapped file's bytes [offset, offset + length) of data(): returns once they are read

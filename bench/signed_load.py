@@ -18,7 +18,8 @@ at random), which says nothing about the loaders.
 
 The model is made once (random float16 tensors of 64 MiB in safetensors shards) and signed with
 `ringload sign` (a P-256 key), which `model_signing verify key` accepts (tests/bindings/
-model_signing_test.py). Needs build/release (or --ringload), .venv-signing and fio.
+model_signing_test.py). Needs build/release (its `ringload` and `ringload-warm-ram`, or
+--ringload for the first), .venv-signing and fio.
 """
 import argparse
 import hashlib

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "tensor_json.hpp"
 
+#include "ringload/engine/worker_pool.hpp"
 #include "ringload/formats.hpp"
 #include "ringload/memory_room.hpp"
 #include "ringload/model_signing.hpp"
@@ -96,7 +97,7 @@ Result<FileLoaded> load_one(const ModelLoad& load, const std::string& path, Resu
 // last files end together rather than one core finishing a file alone. Fewer where memory is
 // short: each of them, and each load still finishing, holds its file's tensors until it ends.
 std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
-    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t cores = available_cores(); // the engine's workers' count: taskset and cpusets
     const std::size_t wanted = signed_model ? 2 * cores : cores;
     std::uint64_t largest = 0;
     for (const std::string& path : files) {

@@ -143,6 +143,11 @@ std::size_t Deserializer::Impl::host_read_alignment() const {
     return source->accepts_any_destination() ? std::max<std::size_t>(source->alignment_bytes(), 1) : 1;
 }
 
+bool Deserializer::Impl::reads_mostly_in_place(const LoadOptions& options) const {
+    const Result<int> ordinal = gpu::parse_device(options.device); // as load() decides host or device
+    return host_read_alignment() > 1 && !options.dtype && ordinal && *ordinal == gpu::cpu_ordinal;
+}
+
 const std::string& Deserializer::Impl::source_name() const {
     // A remote source's name is its URI without a password (redis://user:***@host/...).
     return local_path.empty() ? source->name() : uri;

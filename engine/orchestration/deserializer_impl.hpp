@@ -173,9 +173,7 @@ struct Deserializer::Impl {
     // A host load of stored types from a source that reads straight into aligned host memory
     // (O_DIRECT): its tensors of 1 MiB or more take their bytes in place (load_layout.hpp), so
     // its ring is left unfaulted and unregistered (4 MiB of zeroing and pinning per slot saved).
-    bool reads_mostly_in_place(const LoadOptions& options) const {
-        return host_read_alignment() > 1 && !options.dtype && (options.device.empty() || options.device == "cpu");
-    }
+    bool reads_mostly_in_place(const LoadOptions& options) const;
 };
 
 } // namespace ringload

@@ -131,14 +131,12 @@ Task<void> read_chunk(Source& source, SlotLease slot, ChunkWindow window, Worker
         // not when a worker gets to the chunk: a signed file's hash runs behind its reads (on
         // two cores the workers are all busy hashing), and the next reads must not wait for it.
         slot = SlotLease{};
+        state->add_in_place(window.useful_length_bytes);
     }
     auto chunk = std::make_shared<const Chunk>(std::move(slot), window.useful_offset_bytes, lead,
                                                window.useful_length_bytes, in_place);
     state->add_done(window.useful_length_bytes);
     state->read_came_in(controls);
-    if (in_place != nullptr) {
-        state->add_in_place(window.useful_length_bytes);
-    }
     state->report_progress(controls, plan_bytes, false);
 
     state->work_started();

@@ -401,6 +401,11 @@ def test_leaving_a_stream_half_way_cancels_the_load(held_file):
         with released_after(proxy, HANG_GUARD) as guard:
             leave()
             held = proxy.holding
+            # A request the load wrote before it was left may reach the proxy's count a moment
+            # later (CI saw 61 for 60): count once that has settled, the responses still held,
+            # so that nothing the load does after its bytes come can be in it.
+            quiet(proxy)
+            held = held and proxy.holding
         assert not guard.fired and held, f"{leave.__name__}: leaving waited for the bytes the server held back"
         after_leaving = (proxy.connections, proxy.requests)
         proxy.release()

@@ -93,6 +93,10 @@ class Nginx:
             raise RuntimeError("nginx is not installed (scripts/setup.sh installs it)")
         self.root = os.path.realpath(root)
         self.prefix = tempfile.mkdtemp(prefix="ringload-nginx-")
+        self.tls_cert = os.path.join(self.prefix, "cert.pem")  # self-signed: also the CA to trust
+        self._choose_ports()
+
+    def _choose_ports(self):
         self.http_port = free_port()
         self.http_url = f"http://127.0.0.1:{self.http_port}"
         self.redirect_port = free_port()
@@ -103,22 +107,22 @@ class Nginx:
         self.h2c_goaway_url = f"http://127.0.0.1:{self.h2c_goaway_port}"  # h2c, GOAWAY after 3 requests
         self.https_port = free_port()
         self.https_url = f"https://127.0.0.1:{self.https_port}"
-        self.tls_cert = os.path.join(self.prefix, "cert.pem")  # self-signed: also the CA to trust
 
     def __enter__(self):
-        config = os.path.join(self.prefix, "nginx.conf")
-        with open(config, "w") as f:
-            f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
-                                  redirect_port=self.redirect_port, https_port=self.https_port,
-                                  h2c_port=self.h2c_port, h2c_goaway_port=self.h2c_goaway_port,
-                                  http2_chunk=self.http2_chunk, access_log=self._access_log_config(),
-                                  limit_rate=self.limit_rate))
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
                         os.path.join(self.prefix, "key.pem"), "-out", self.tls_cert],
                        check=True, capture_output=True, timeout=60)
-        subprocess.run([self.binary, "-p", self.prefix + "/", "-c", config, "-e", os.path.join(self.prefix, "error.log")],
-                       check=True, capture_output=True, timeout=30)
+        # A port free when chosen may be someone's by the time nginx binds it (the tests run side
+        # by side): then choose five others, a few times, before calling it a failure.
+        for attempt in range(4):
+            started = self._start()
+            if started.returncode == 0:
+                break
+            said = started.stderr.decode(errors="replace")
+            if "Address already in use" not in said or attempt == 3:
+                raise RuntimeError(f"nginx did not start (exit {started.returncode}): {said}")
+            self._choose_ports()
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -128,6 +132,17 @@ class Nginx:
                 if time.monotonic() > deadline:
                     raise RuntimeError("nginx did not start: " + open(os.path.join(self.prefix, "error.log")).read())
                 time.sleep(0.05)
+
+    def _start(self):
+        config = os.path.join(self.prefix, "nginx.conf")
+        with open(config, "w") as f:
+            f.write(CONFIG.format(prefix=self.prefix, root=self.root, http_port=self.http_port,
+                                  redirect_port=self.redirect_port, https_port=self.https_port,
+                                  h2c_port=self.h2c_port, h2c_goaway_port=self.h2c_goaway_port,
+                                  http2_chunk=self.http2_chunk, access_log=self._access_log_config(),
+                                  limit_rate=self.limit_rate))
+        return subprocess.run([self.binary, "-p", self.prefix + "/", "-c", config, "-e",
+                               os.path.join(self.prefix, "error.log")], capture_output=True, timeout=30)
 
     def _access_log_config(self):
         if not self.access_log:

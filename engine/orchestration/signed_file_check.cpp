@@ -65,7 +65,7 @@ Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
     // the chunk's slot comes back only when both are done.
     auto passed = pass_wanted_parts(chunk);
     const std::uint64_t offset = chunk->source_offset_bytes();
-    sequencer_.submit(offset, bytes.size(), [this, keep, bytes, offset] { hash_in_order(bytes, offset); });
+    sequencer_.submit(offset, bytes.size(), [this, keep, bytes, offset] { hash_in_order(bytes, offset, keep); });
     return passed;
 }
 
@@ -89,30 +89,38 @@ Result<void> SignedFileCheck::pass_wanted_parts(const ChunkPtr& chunk) {
     return {};
 }
 
-void SignedFileCheck::hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes) {
+// Hands the bytes, in file order, to the hashing threads (hash_stream_), cut at shard ends:
+// each shard's last job checks its digest before the next shard's first job runs.
+void SignedFileCheck::hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes,
+                                    const std::shared_ptr<const void>& keep) {
     if (failed_.load(std::memory_order_relaxed)) {
         return;
     }
     const std::uint64_t shard_bytes = file_.shard_bytes == 0 ? file_.size_bytes : file_.shard_bytes;
     do {
-        const std::uint64_t shard_end = std::min(file_.size_bytes, (shard_ + 1) * shard_bytes);
+        const std::uint64_t shard = shard_bytes == 0 ? 0 : offset_bytes / shard_bytes;
+        const std::uint64_t shard_end = std::min(file_.size_bytes, (shard + 1) * shard_bytes);
         const std::size_t take =
             static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), shard_end - offset_bytes));
-        sha_.update(bytes.first(take));
+        const std::uint64_t end = offset_bytes + take;
+        hash_stream_.add({&sha_, bytes.first(take), keep, [this, end, shard, shard_end] {
+                              hashed_bytes_ = end;
+                              if (end == shard_end) {
+                                  check_shard(static_cast<std::size_t>(shard));
+                              }
+                          }});
         bytes = bytes.subspan(take);
-        offset_bytes += take;
-        hashed_bytes_ = offset_bytes;
-        if (offset_bytes == shard_end) {
-            const Sha256Digest digest = sha_.finish();
-            if (std::memcmp(digest.data(), file_.digests[shard_].data(), digest.size()) != 0) {
-                record(fail(errc::hash_mismatch, file_.signature_file + ": " + shard_text(file_, shard_) +
-                                                     " does not match its signed SHA-256 (the file changed)"));
-                return;
-            }
-            sha_ = Sha256();
-            ++shard_;
-        }
+        offset_bytes = end;
     } while (!bytes.empty());
+}
+
+// On a hashing thread, once every byte of the shard is in sha_.
+void SignedFileCheck::check_shard(std::size_t shard) {
+    const Sha256Digest digest = sha_.finish(); // and sha_ starts the next shard empty
+    if (std::memcmp(digest.data(), file_.digests[shard].data(), digest.size()) != 0) {
+        record(fail(errc::hash_mismatch, file_.signature_file + ": " + shard_text(file_, shard) +
+                                             " does not match its signed SHA-256 (the file changed)"));
+    }
 }
 
 void SignedFileCheck::record(Error error) {
@@ -129,8 +137,9 @@ Result<void> SignedFileCheck::finish() {
         std::lock_guard lock(failure_mutex_);
         return *failure_;
     }
+    hash_stream_.wait_idle(); // the hashing threads may still hold the last chunks
     if (file_.size_bytes == 0 && file_.shard_bytes == 0) {
-        hash_in_order({}, 0); // nothing was read: the digest of no bytes
+        check_shard(0); // nothing was read: the digest of no bytes
     }
     if (failed_.load(std::memory_order_acquire)) {
         std::lock_guard lock(failure_mutex_);
@@ -146,6 +155,7 @@ Result<void> SignedFileCheck::finish() {
 
 void SignedFileCheck::abandon() noexcept {
     sequencer_.abandon();
+    hash_stream_.drop(); // and the chunks queued for hashing with it: they hold slots
     inner_.abandon();
 }
 

@@ -6,7 +6,8 @@
 //
 //  file:     [hdr][ tensor a ][pad][ tensor b ][ tensor c ]      (b filtered out)
 //  plan:     [================ 0 .. size =================]      read once, in slots
-//  hash:     every byte, in order (a Sequencer: chunks finish in any order)
+//  hash:     every byte, in order (a Sequencer: chunks finish in any order), on the
+//            process's hashing threads (HashStream), beside other files' hashes
 //  format:   [hdr]? [ tensor a ]              [ tensor c ]       its own plan's parts only
 //
 // A digest that differs fails the run at once (process() returns the error from then on) and
@@ -16,7 +17,8 @@
 // Thread: process() from the workers, in any order; finish() on the loop thread.
 #pragma once
 
-#include "ringload/engine/hashes.hpp"
+#include "ringload/engine/hash_stream.hpp"
+#include "ringload/engine/laned_sha256.hpp"
 #include "ringload/engine/plan.hpp"
 #include "ringload/engine/sequencer.hpp"
 #include "ringload/model_signing.hpp"
@@ -53,7 +55,9 @@ public:
 
 private:
     Result<void> pass_wanted_parts(const ChunkPtr& chunk);
-    void hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes);
+    void hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes,
+                       const std::shared_ptr<const void>& keep);
+    void check_shard(std::size_t shard);
     void record(Error error);
 
     ChunkHandler& inner_;
@@ -62,14 +66,15 @@ private:
     bool copy_for_hash_ = false;
     Plan plan_;
     Sequencer sequencer_{0};
-    // Only the sequencer's one running piece touches these.
-    Sha256 sha_;
-    std::size_t shard_ = 0;
+    // Only the hash stream's one running job touches these (finish() after wait_idle()).
+    LanedSha256 sha_;
     std::uint64_t hashed_bytes_ = 0;
 
     std::atomic<bool> failed_{false};
     std::mutex failure_mutex_;
     std::optional<Error> failure_;
+    // Last: destroyed (its jobs dropped, a running one waited for) before what they touch.
+    HashStream hash_stream_;
 };
 
 } // namespace ringload

@@ -2,8 +2,10 @@
 #include "ringload/engine/hash_stream.hpp"
 
 #include "ringload/engine/worker_pool.hpp"
+#include "sha256_ni.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -68,7 +70,7 @@ private:
     bool start_threads_if_needed() {
         if (started_by_ != ::getpid()) {
             started_by_ = ::getpid();
-            idle_threads_ = 0;
+            held_ = 0;
             thread_count_ = 0;
             const std::size_t wanted = std::max<std::size_t>(available_cores(), 1);
             try {
@@ -90,61 +92,130 @@ private:
         }
     }
 
-    // Takes up to four streams at a time: its share of those waiting, counting the idle threads
-    // (4 files on 2 cores: two each; one core's pipeline is fullest with four).
-    void run() {
-        std::unique_lock lock(mutex_);
-        std::vector<HashStream*> taken;
-        std::vector<HashStream::Job> jobs;
-        std::vector<LanedSha256::Update> updates;
-        for (;;) {
-            ++idle_threads_;
-            work_.wait(lock, [&] { return !ready_.empty(); });
-            --idle_threads_;
-            const std::size_t share = (ready_.size() + idle_threads_) / (idle_threads_ + 1);
-            const std::size_t count = std::clamp<std::size_t>(share, 1, 4);
-            for (std::size_t s = 0; s < count && !ready_.empty(); ++s) {
-                HashStream* stream = ready_.front();
-                ready_.pop_front();
-                stream->queued_ = false;
-                stream->taken_ = true;
-                jobs.push_back(std::move(stream->jobs_.front()));
-                stream->jobs_.pop_front();
-                taken.push_back(stream);
+    // A stream this thread holds: the jobs it took from the stream's queue, the first one
+    // hashed up to `done_bytes`.
+    struct Lane {
+        HashStream* stream = nullptr;
+        std::deque<HashStream::Job> jobs;
+        std::size_t done_bytes = 0;
+    };
+
+    // A thread holds its share of the streams with work (held or waiting), up to the lanes a
+    // core runs together: 4 files on 2 cores, two each (2 x 2.98 GB/s); 2 files, one each (one
+    // core's two lanes, 2.98 GB/s, would fall behind a disk that two cores keep up with).
+    std::size_t share_locked() const {
+        const std::size_t active = ready_.size() + held_;
+        return std::clamp<std::size_t>((active + thread_count_ - 1) / thread_count_, 1, sha_ni_lanes_max);
+    }
+
+    void take_streams_locked(std::vector<Lane>& lanes) {
+        const std::size_t share = share_locked();
+        while (lanes.size() < share && !ready_.empty()) {
+            HashStream* stream = ready_.front();
+            ready_.pop_front();
+            stream->queued_ = false;
+            stream->taken_ = true;
+            ++held_;
+            lanes.push_back({stream, {}, 0});
+        }
+        if (!ready_.empty()) {
+            work_.notify_one(); // more than this thread's share waits: wake another
+        }
+    }
+
+    // Each lane takes what its stream has queued since; a lane with nothing left lets its stream
+    // go (wait_idle() may return). A dropped stream's jobs go to `discarded`, to die outside the
+    // lock; the stream stays held (`dropping`) until they have.
+    void refill_locked(std::vector<Lane>& lanes, std::vector<HashStream::Job>& discarded,
+                       std::vector<HashStream*>& dropping) {
+        for (auto lane = lanes.begin(); lane != lanes.end();) {
+            HashStream& stream = *lane->stream;
+            for (; !stream.jobs_.empty(); stream.jobs_.pop_front()) {
+                lane->jobs.push_back(std::move(stream.jobs_.front()));
             }
-            if (!ready_.empty()) {
-                work_.notify_one(); // more than this thread's share: wake another
+            if (stream.dropped_) {
+                std::move(lane->jobs.begin(), lane->jobs.end(), std::back_inserter(discarded));
+                dropping.push_back(&stream);
+                lane = lanes.erase(lane);
+            } else if (lane->jobs.empty()) {
+                release_locked(stream);
+                lane = lanes.erase(lane);
+            } else {
+                ++lane;
             }
-            lock.unlock();
-            for (const HashStream::Job& job : jobs) {
-                updates.push_back({job.hash, job.bytes});
-            }
-            LanedSha256::hash_together(updates);
-            for (HashStream::Job& job : jobs) {
+        }
+    }
+
+    void release_locked(HashStream& stream) {
+        stream.taken_ = false;
+        --held_;
+        stream.idle_.notify_all();
+    }
+
+    // The lanes' first jobs together, up to the end of the shortest (at most 2 MiB, so that a
+    // drop or a stream to join waits little); each job that ends runs its `after` and lets go
+    // of its bytes.
+    static void hash_step(std::vector<Lane>& lanes) {
+        constexpr std::size_t step_max_bytes = 2 << 20;
+        std::size_t step = step_max_bytes;
+        for (const Lane& lane : lanes) {
+            step = std::min(step, lane.jobs.front().bytes.size() - lane.done_bytes);
+        }
+        LanedSha256::Update updates[sha_ni_lanes_max];
+        for (std::size_t l = 0; l < lanes.size(); ++l) {
+            const HashStream::Job& job = lanes[l].jobs.front();
+            updates[l] = {job.hash, job.bytes.subspan(lanes[l].done_bytes, step)};
+        }
+        LanedSha256::hash_together({updates, lanes.size()});
+        for (Lane& lane : lanes) {
+            lane.done_bytes += step;
+            HashStream::Job& job = lane.jobs.front();
+            if (lane.done_bytes == job.bytes.size()) {
                 if (job.after) {
                     job.after();
                 }
+                lane.jobs.pop_front();
+                lane.done_bytes = 0;
             }
-            jobs.clear(); // drops what they kept, outside the lock
-            updates.clear();
-            lock.lock();
-            for (HashStream* stream : taken) {
-                stream->taken_ = false;
-                if (!stream->jobs_.empty() && !stream->dropped_) {
-                    stream->queued_ = true;
-                    ready_.push_back(stream);
-                } else {
-                    stream->idle_.notify_all();
+        }
+    }
+
+    // Holds its share of the streams and hashes them together, step by step, taking each
+    // stream's new jobs as they come: lanes stay full while the files keep coming.
+    void run() {
+        std::vector<Lane> lanes;
+        std::vector<HashStream::Job> discarded;
+        std::vector<HashStream*> dropping;
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            work_.wait(lock, [&] { return !ready_.empty(); });
+            take_streams_locked(lanes);
+            for (;;) {
+                refill_locked(lanes, discarded, dropping);
+                if (!dropping.empty()) {
+                    lock.unlock();
+                    discarded.clear(); // what the dropped jobs kept dies outside the lock
+                    lock.lock();
+                    for (HashStream* stream : dropping) {
+                        release_locked(*stream);
+                    }
+                    dropping.clear();
                 }
+                if (lanes.empty()) {
+                    break;
+                }
+                lock.unlock();
+                hash_step(lanes);
+                lock.lock();
+                take_streams_locked(lanes);
             }
-            taken.clear();
         }
     }
 
     std::mutex mutex_;
     std::condition_variable work_;
     std::deque<HashStream*> ready_;
-    std::size_t idle_threads_ = 0;
+    std::size_t held_ = 0; // streams taken by a thread
     std::size_t thread_count_ = 0;
     pid_t started_by_ = 0;
 };

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
 #include <unistd.h>
 
 namespace ringload {
@@ -63,7 +64,18 @@ public:
     }
 
 private:
-    HashThreads() = default;
+    // A fork copies this object with the parent's lock state and none of its threads: the
+    // lock is held across the fork, and the child starts afresh (threads on its first add()).
+    HashThreads() {
+        ::pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                         [] {
+                             HashThreads& self = instance();
+                             self.ready_.clear(); // the parent's loads: none of them goes on here
+                             self.held_ = 0;
+                             self.started_by_ = 0;
+                             self.mutex_.unlock();
+                         });
+    }
 
     // Also after a fork: the child has this object but none of the parent's threads. False
     // when not one thread could start (the process is out of them).
@@ -183,6 +195,7 @@ private:
     // Holds its share of the streams and hashes them together, step by step, taking each
     // stream's new jobs as they come: lanes stay full while the files keep coming.
     void run() {
+        ::pthread_setname_np(::pthread_self(), "ringload-hash"); // in top and perf
         std::vector<Lane> lanes;
         std::vector<HashStream::Job> discarded;
         std::vector<HashStream*> dropping;

@@ -2,6 +2,7 @@
 #include "ringload/host_arena.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -144,6 +145,7 @@ void HostArena::prefault_in_background() {
         return;
     }
     prefault_thread_ = std::thread([data = data_, length = size_bytes_, stop = &prefault_stop_] {
+        ::pthread_setname_np(::pthread_self(), "ringload-fault"); // in top and perf
         for (std::size_t offset = 0; offset < length && !stop->load(std::memory_order_relaxed);
              offset += prefault_step_bytes) {
             std::size_t step = std::min(prefault_step_bytes, length - offset);

@@ -14,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace ringload {
 namespace {
 
@@ -118,6 +121,33 @@ TEST(HashStream, DropDiscardsWhatIsQueuedWaitsForWhatRunsAndRefusesTheRest) {
     stream.add({&hash, bytes, nullptr, [&] { ++later_ran; }});
     stream.wait_idle();
     EXPECT_EQ(later_ran.load(), 0);
+}
+
+// A child forked after the parent hashed has none of the parent's threads: its first stream
+// starts its own, and its digest is right.
+TEST(HashStream, AForkedChildHashesWithThreadsOfItsOwn) {
+    std::vector<std::byte> bytes(3 << 20, std::byte{5});
+    const std::string expected = to_hex(sha256(bytes));
+    {
+        HashStream stream;
+        LanedSha256 hash;
+        stream.add({&hash, bytes, nullptr, nullptr});
+        stream.wait_idle();
+        ASSERT_EQ(to_hex(hash.finish()), expected);
+    }
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        HashStream stream;
+        LanedSha256 hash;
+        stream.add({&hash, bytes, nullptr, nullptr});
+        stream.wait_idle(); // would hang without threads: the test's timeout says so
+        ::_exit(to_hex(hash.finish()) == expected ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's digest differs";
 }
 
 } // namespace

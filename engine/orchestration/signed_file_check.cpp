@@ -103,7 +103,7 @@ void SignedFileCheck::hash_in_order(std::span<const std::byte> bytes, std::uint6
         const std::size_t take =
             static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), shard_end - offset_bytes));
         const std::uint64_t end = offset_bytes + take;
-        hash_stream_.add({&sha_, bytes.first(take), keep, [this, end, shard, shard_end] {
+        hash_stream_.add({{&sha_, bytes.first(take)}, keep, [this, end, shard, shard_end] {
                               hashed_bytes_ = end;
                               if (end == shard_end) {
                                   check_shard(static_cast<std::size_t>(shard));

@@ -97,8 +97,7 @@ private:
     }
 
     static void run_here(HashStream::Job& job) {
-        const LanedSha256::Update update{job.hash, job.bytes};
-        LanedSha256::hash_together({&update, 1});
+        LanedSha256::hash_together({&job.update, 1});
         if (job.after) {
             job.after();
         }
@@ -171,18 +170,18 @@ private:
         constexpr std::size_t step_max_bytes = 2 << 20;
         std::size_t step = step_max_bytes;
         for (const Lane& lane : lanes) {
-            step = std::min(step, lane.jobs.front().bytes.size() - lane.done_bytes);
+            step = std::min(step, lane.jobs.front().update.bytes.size() - lane.done_bytes);
         }
         LanedSha256::Update updates[sha_ni_lanes_max];
         for (std::size_t l = 0; l < lanes.size(); ++l) {
-            const HashStream::Job& job = lanes[l].jobs.front();
-            updates[l] = {job.hash, job.bytes.subspan(lanes[l].done_bytes, step)};
+            const LanedSha256::Update& whole = lanes[l].jobs.front().update;
+            updates[l] = {whole.hash, whole.bytes.subspan(lanes[l].done_bytes, step)};
         }
         LanedSha256::hash_together({updates, lanes.size()});
         for (Lane& lane : lanes) {
             lane.done_bytes += step;
             HashStream::Job& job = lane.jobs.front();
-            if (lane.done_bytes == job.bytes.size()) {
+            if (lane.done_bytes == job.update.bytes.size()) {
                 if (job.after) {
                     job.after();
                 }

@@ -6,7 +6,7 @@
 // most of it idle. The worker that read the bytes only queues them and goes on.
 //
 //     HashStream stream;
-//     stream.add({&sha, bytes, chunk, [&] { bytes_hashed += n; }});  // in the stream's order
+//     stream.add({{&sha, bytes}, chunk, [&] { bytes_hashed += n; }});  // in the stream's order
 //     stream.wait_idle();  // every job added so far is hashed and its `after` has run
 //
 // Jobs of one stream run one at a time, in the order added, each `after` before the next job;
@@ -31,8 +31,7 @@ namespace ringload {
 class HashStream {
 public:
     struct Job {
-        LanedSha256* hash = nullptr;
-        std::span<const std::byte> bytes;
+        LanedSha256::Update update; // which hash, and the bytes for it
         std::shared_ptr<const void> keep;
         std::function<void()> after;
     };

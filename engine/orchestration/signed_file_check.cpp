@@ -61,8 +61,8 @@ Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
         bytes = *copy;
         keep = std::move(copy);
     }
-    // The format's work first: this worker may go on to hash chunks parked behind this one, and
-    // the chunk's slot comes back only when both are done.
+    // The format's work first: the Sequencer may then have this worker queue the chunks parked
+    // behind this one for the hashing threads. The chunk's slot comes back when both are done.
     auto passed = pass_wanted_parts(chunk);
     const std::uint64_t offset = chunk->source_offset_bytes();
     sequencer_.submit(offset, bytes.size(), [this, keep, bytes, offset] { hash_in_order(bytes, offset, keep); });

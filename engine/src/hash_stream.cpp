@@ -77,12 +77,11 @@ private:
                          });
     }
 
-    // Also after a fork: the child has this object but none of the parent's threads. False
-    // when not one thread could start (the process is out of them).
+    // On first use, and in a forked child, which has this object but none of the parent's
+    // threads. False when not one thread could start (the process is out of them).
     bool start_threads_if_needed() {
-        if (started_by_ != ::getpid()) {
+        if (started_by_ != ::getpid()) { // first use, or a child (the fork handler reset the rest)
             started_by_ = ::getpid();
-            held_ = 0;
             thread_count_ = 0;
             const std::size_t wanted = std::max<std::size_t>(available_cores(), 1);
             try {

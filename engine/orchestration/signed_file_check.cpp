@@ -26,6 +26,7 @@ SignedFileCheck::SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, co
     if (file.size_bytes > 0) {
         plan_.ranges.push_back({0, file.size_bytes});
     }
+    plan_.taper_end = true; // the file's hash, in order, waits for its last reads
 }
 
 Result<std::unique_ptr<SignedFileCheck>> SignedFileCheck::create(ChunkHandler& inner, const Plan& inner_plan,

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <mutex>
 
 namespace ringload {
@@ -38,10 +39,31 @@ std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
     return (value + alignment - 1) / alignment * alignment;
 }
 
-// Splits every range into windows of at most one slot, aligned for the source, and cut where
-// an in-place range (sorted) begins or ends so that a window is wholly in one or outside all.
-// The windows of plan.read_first come first; `lead_windows` says how many.
-std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_size_bytes, std::size_t alignment,
+// The window size at `position`: a slot, or a quarter of one in the tapered end of the plan
+// (Plan::taper_end: the last two rings' worth of bytes).
+struct WindowSizes {
+    WindowSizes(const Plan& plan, const BufferRing& ring, std::size_t alignment)
+        : slot_bytes(ring.slot_size_bytes()),
+          taper_window_bytes(std::max<std::uint64_t>(2 * alignment, align_down(slot_bytes / 4, alignment))) {
+        if (plan.taper_end && !plan.ranges.empty()) {
+            const std::uint64_t taper_bytes = 2 * std::uint64_t{ring.slot_count()} * slot_bytes;
+            const std::uint64_t end = plan.ranges.back().end_bytes();
+            taper_from_bytes = end > taper_bytes ? end - taper_bytes : 0;
+        }
+    }
+    std::uint64_t at(std::uint64_t position) const {
+        return position >= taper_from_bytes ? taper_window_bytes : slot_bytes;
+    }
+
+    std::uint64_t slot_bytes;
+    std::uint64_t taper_window_bytes; // a multiple of the alignment, at most a slot (run_plan checks)
+    std::uint64_t taper_from_bytes = std::numeric_limits<std::uint64_t>::max();
+};
+
+// Splits every range into windows of at most one slot (WindowSizes), aligned for the source,
+// and cut where an in-place range (sorted) begins or ends so that a window is wholly in one or
+// outside all. The windows of plan.read_first come first; `lead_windows` says how many.
+std::vector<ChunkWindow> split_into_windows(const Plan& plan, const WindowSizes& sizes, std::size_t alignment,
                                             const std::vector<ReadRange>& in_place, std::size_t& lead_windows) {
     std::vector<ChunkWindow> windows;
     auto next_in_place = in_place.begin();
@@ -67,7 +89,7 @@ std::vector<ChunkWindow> split_into_windows(const Plan& plan, std::size_t slot_s
             window.in_place = inside;
             window.read_offset_bytes = align_down(position, alignment);
             std::uint64_t lead = position - window.read_offset_bytes;
-            std::uint64_t useful = std::min<std::uint64_t>(slot_size_bytes - lead, segment_end - position);
+            std::uint64_t useful = std::min<std::uint64_t>(sizes.at(position) - lead, segment_end - position);
             window.useful_offset_bytes = position;
             window.useful_length_bytes = static_cast<std::size_t>(useful);
             // Never past the slot: the slot size is a multiple of the alignment. Past EOF an
@@ -217,7 +239,8 @@ Task<Result<RunStats>> run_plan(Source& source, BufferRing& ring, WorkerPool& po
     const auto in_place =
         source.accepts_any_destination() ? handler.in_place_ranges(alignment) : std::vector<ReadRange>{};
     std::size_t lead_windows = 0;
-    const auto windows = split_into_windows(plan, ring.slot_size_bytes(), alignment, in_place, lead_windows);
+    const auto windows =
+        split_into_windows(plan, WindowSizes(plan, ring, alignment), alignment, in_place, lead_windows);
     const std::uint64_t plan_bytes = plan.total_bytes();
     state->expect_reads(windows.size());
     if (windows.empty() && controls.reads_done) {

@@ -114,6 +114,39 @@ TEST(Executor, ReadsTheReadFirstRangeBeforeTheOthers) {
               (std::vector<std::uint64_t>{40'000, 0, 8192, 16384, 24576, 32768, 45'000, 53'192, 61'384, 69'576}));
 }
 
+// Plan::taper_end: the last two rings' worth of the plan comes in quarter-slot windows (an
+// in-order hash then waits for less at the end); every byte still once, in order.
+TEST(Executor, ReadsATaperedEndInQuarterSlots) {
+    const std::uint64_t size = 80'000;
+    Harness harness({.size_bytes = size}, {1, 8192}); // one slot: chunks are handled in the order read
+    Plan plan{{{0, size}}, std::nullopt, true};
+    class Windows final : public ChunkHandler {
+    public:
+        Result<void> process(const ChunkPtr& chunk) override {
+            std::lock_guard lock(mutex);
+            seen.emplace_back(chunk->source_offset_bytes(), chunk->bytes().size());
+            return {};
+        }
+        Result<void> finish() override { return {}; }
+        std::mutex mutex;
+        std::vector<std::pair<std::uint64_t, std::size_t>> seen;
+    } windows;
+    auto stats = harness.run(plan, windows);
+    ASSERT_TRUE(stats) << stats.error().message();
+    EXPECT_EQ(stats->bytes_read, size);
+    // Whole slots until 16,384 bytes (2 x 1 slot x 8192) before the end, then 2048 at a time.
+    std::vector<std::pair<std::uint64_t, std::size_t>> expected;
+    std::uint64_t at = 0;
+    for (; size - at > 16'384; at += 8192) {
+        expected.emplace_back(at, 8192);
+    }
+    for (; at < size; at += 2048) {
+        expected.emplace_back(at, static_cast<std::size_t>(std::min<std::uint64_t>(2048, size - at)));
+    }
+    EXPECT_EQ(windows.seen, expected);
+    EXPECT_EQ(expected.size(), 8u + 8u); // 8 slots' worth (to 65,536), then 14,464 bytes in 8 windows
+}
+
 TEST(Executor, AlignsReadsForDirectSourcesAndHandsOutOnlyPlannedBytes) {
     const std::uint64_t size = 100'000; // not a multiple of the alignment: the last read is short
     Harness harness({.size_bytes = size, .alignment_bytes = 4096});

@@ -63,31 +63,6 @@ Result<void> add_entry(const fs::directory_entry& entry, const fs::path& root, s
     return {};
 }
 
-Result<std::string> hash_range(const ByteRange& range) {
-    const int fd = ::open(range.file->path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return fail(errc::io_error, range.file->path + ": " + std::strerror(errno));
-    }
-    constexpr std::size_t chunk_bytes = 8 << 20;
-    std::vector<std::byte> buffer(
-        std::min<std::uint64_t>(chunk_bytes, std::max<std::uint64_t>(range.end - range.begin, 1)));
-    Sha256 hash;
-    for (std::uint64_t at = range.begin; at < range.end;) {
-        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), range.end - at));
-        const ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(at));
-        if (got <= 0) {
-            const std::string why = got < 0 ? std::strerror(errno) : "the file ended early (changed while hashed?)";
-            ::close(fd);
-            return fail(got < 0 ? errc::io_error : errc::truncated, range.file->path + ": " + why);
-        }
-        hash.update(std::span(buffer.data(), static_cast<std::size_t>(got)));
-        at += static_cast<std::uint64_t>(got);
-    }
-    ::close(fd);
-    const Sha256Digest digest = hash.finish();
-    return std::string(reinterpret_cast<const char*>(digest.data()), digest.size());
-}
-
 } // namespace
 
 Result<std::vector<FolderFile>> list_model_files(const std::string& folder, const std::vector<std::string>& ignored) {
@@ -119,26 +94,6 @@ Result<std::vector<FolderFile>> list_model_files(const std::string& folder, cons
     std::sort(files.begin(), files.end(),
               [](const FolderFile& a, const FolderFile& b) { return component_less(a.name, b.name); });
     return files;
-}
-
-Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& ranges, std::size_t threads) {
-    std::vector<std::string> digests(ranges.size());
-    std::mutex failure_mutex;
-    std::optional<Error> failure;
-    WorkerPool pool(threads);
-    pool.parallel_for(ranges.size(), [&](std::size_t k) {
-        auto digest = hash_range(ranges[k]);
-        if (!digest) {
-            std::lock_guard lock(failure_mutex);
-            failure = failure.value_or(digest.error());
-            return;
-        }
-        digests[k] = std::move(*digest);
-    });
-    if (failure) {
-        return *failure;
-    }
-    return digests;
 }
 
 } // namespace ringload

@@ -2,7 +2,7 @@
 //
 // A model folder as Model Signing sees it: its files (relative POSIX paths, hidden ones
 // included, the ignored paths and everything under them left out, symlinks and special files
-// refused), and the SHA-256 of byte ranges of them, hashed on every core.
+// refused), and the byte ranges of them that it hashes (piece_digests.hpp hashes them).
 #pragma once
 
 #include "ringload/error.hpp"
@@ -28,8 +28,5 @@ struct ByteRange {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
 };
-
-// The SHA-256 (32 raw bytes) of each range, in order; `threads` 0: one per core.
-Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& ranges, std::size_t threads);
 
 } // namespace ringload

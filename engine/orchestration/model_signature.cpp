@@ -11,6 +11,7 @@
 #include "formats/model_signing/statement.hpp"
 #include "formats/model_signing/trust.hpp"
 #include "model_folder.hpp"
+#include "piece_digests.hpp"
 #include "ringload/io/file_sink.hpp"
 #include "run_on_loop.hpp"
 

@@ -10,6 +10,7 @@
 #include "gpu/cuda_link.hpp"
 #include "gpu/device_memory.hpp"
 #include "model_folder.hpp"
+#include "piece_digests.hpp"
 #include "remote_publish.hpp"
 #include "ringload/engine/hashes.hpp"
 #include "ringload/engine/write_executor.hpp"

@@ -22,7 +22,12 @@ std::string shard_text(const SignedFile& file, std::size_t shard) {
 
 SignedFileCheck::SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, const SignedFile& file,
                                  bool copy_for_hash)
-    : inner_(inner), inner_plan_(inner_plan), file_(file), copy_for_hash_(copy_for_hash) {
+    : inner_(inner),
+      inner_plan_(inner_plan),
+      file_(file),
+      copy_for_hash_(copy_for_hash),
+      hash_(0, OrderedPieceHash::shard_ends(file.size_bytes, file.shard_bytes),
+            [this](std::size_t shard, const Sha256Digest& digest) { check_shard(shard, digest); }) {
     if (file.size_bytes > 0) {
         plan_.ranges.push_back({0, file.size_bytes});
     }
@@ -65,8 +70,7 @@ Result<void> SignedFileCheck::process(const ChunkPtr& chunk) {
     // The format's work first: the Sequencer may then have this worker queue the chunks parked
     // behind this one for the hashing threads. The chunk's slot comes back when both are done.
     auto passed = pass_wanted_parts(chunk);
-    const std::uint64_t offset = chunk->source_offset_bytes();
-    sequencer_.submit(offset, bytes.size(), [this, keep, bytes, offset] { hash_in_order(bytes, offset, keep); });
+    hash_.add(chunk->source_offset_bytes(), bytes, std::move(keep));
     return passed;
 }
 
@@ -90,34 +94,8 @@ Result<void> SignedFileCheck::pass_wanted_parts(const ChunkPtr& chunk) {
     return {};
 }
 
-// Hands the bytes, in file order, to the hashing threads (hash_stream_), cut at shard ends:
-// each shard's last job checks its digest before the next shard's first job runs.
-void SignedFileCheck::hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes,
-                                    const std::shared_ptr<const void>& keep) {
-    if (failed_.load(std::memory_order_relaxed)) {
-        return;
-    }
-    const std::uint64_t shard_bytes = file_.shard_bytes == 0 ? file_.size_bytes : file_.shard_bytes;
-    do {
-        const std::uint64_t shard = shard_bytes == 0 ? 0 : offset_bytes / shard_bytes;
-        const std::uint64_t shard_end = std::min(file_.size_bytes, (shard + 1) * shard_bytes);
-        const std::size_t take =
-            static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), shard_end - offset_bytes));
-        const std::uint64_t end = offset_bytes + take;
-        hash_stream_.add({{&sha_, bytes.first(take)}, keep, [this, end, shard, shard_end] {
-                              hashed_bytes_ = end;
-                              if (end == shard_end) {
-                                  check_shard(static_cast<std::size_t>(shard));
-                              }
-                          }});
-        bytes = bytes.subspan(take);
-        offset_bytes = end;
-    } while (!bytes.empty());
-}
-
-// On a hashing thread, once every byte of the shard is in sha_.
-void SignedFileCheck::check_shard(std::size_t shard) {
-    const Sha256Digest digest = sha_.finish(); // and sha_ starts the next shard empty
+// On a hashing thread, once every byte of the shard is hashed.
+void SignedFileCheck::check_shard(std::size_t shard, const Sha256Digest& digest) {
     if (std::memcmp(digest.data(), file_.digests[shard].data(), digest.size()) != 0) {
         record(fail(errc::hash_mismatch, file_.signature_file + ": " + shard_text(file_, shard) +
                                              " does not match its signed SHA-256 (the file changed)"));
@@ -138,25 +116,21 @@ Result<void> SignedFileCheck::finish() {
         std::lock_guard lock(failure_mutex_);
         return *failure_;
     }
-    hash_stream_.wait_idle(); // the hashing threads may still hold the last chunks
-    if (file_.size_bytes == 0 && file_.shard_bytes == 0) {
-        check_shard(0); // nothing was read: the digest of no bytes
-    }
+    const std::uint64_t hashed_end = hash_.wait(); // the hashing threads may still hold the last chunks
     if (failed_.load(std::memory_order_acquire)) {
         std::lock_guard lock(failure_mutex_);
         return *failure_;
     }
-    if (hashed_bytes_ != file_.size_bytes) {
+    if (hashed_end != file_.size_bytes) {
         return fail(errc::hash_mismatch, file_.signature_file + ": " + file_.path + ": only " +
-                                             std::to_string(hashed_bytes_) + " of its " +
+                                             std::to_string(hashed_end) + " of its " +
                                              std::to_string(file_.size_bytes) + " bytes were hashed");
     }
     return {};
 }
 
 void SignedFileCheck::abandon() noexcept {
-    sequencer_.abandon();
-    hash_stream_.drop(); // and the chunks queued for hashing with it: they hold slots
+    hash_.abandon(); // and the chunks queued for hashing with it: they hold slots
     inner_.abandon();
 }
 

@@ -6,7 +6,7 @@
 //
 //  file:     [hdr][ tensor a ][pad][ tensor b ][ tensor c ]      (b filtered out)
 //  plan:     [================ 0 .. size =================]      read once, in slots
-//  hash:     every byte, in order (a Sequencer: chunks finish in any order), on the
+//  hash:     every byte, in order (OrderedPieceHash: chunks finish in any order), on the
 //            process's hashing threads (HashStream), beside other files' hashes
 //  format:   [hdr]? [ tensor a ]              [ tensor c ]       its own plan's parts only
 //
@@ -17,10 +17,9 @@
 // Thread: process() from the workers, in any order; finish() on the loop thread.
 #pragma once
 
-#include "ringload/engine/hash_stream.hpp"
-#include "ringload/engine/laned_sha256.hpp"
+#include "ordered_piece_hash.hpp"
+
 #include "ringload/engine/plan.hpp"
-#include "ringload/engine/sequencer.hpp"
 #include "ringload/model_signing.hpp"
 
 #include <atomic>
@@ -55,9 +54,7 @@ public:
 
 private:
     Result<void> pass_wanted_parts(const ChunkPtr& chunk);
-    void hash_in_order(std::span<const std::byte> bytes, std::uint64_t offset_bytes,
-                       const std::shared_ptr<const void>& keep);
-    void check_shard(std::size_t shard);
+    void check_shard(std::size_t shard, const Sha256Digest& digest);
     void record(Error error);
 
     ChunkHandler& inner_;
@@ -65,16 +62,12 @@ private:
     const SignedFile& file_;
     bool copy_for_hash_ = false;
     Plan plan_;
-    Sequencer sequencer_{0};
-    // Only the hash stream's one running job touches these (finish() after wait_idle()).
-    LanedSha256 sha_;
-    std::uint64_t hashed_bytes_ = 0;
 
     std::atomic<bool> failed_{false};
     std::mutex failure_mutex_;
     std::optional<Error> failure_;
     // Last: destroyed (its jobs dropped, a running one waited for) before what they touch.
-    HashStream hash_stream_;
+    OrderedPieceHash hash_;
 };
 
 } // namespace ringload

@@ -308,8 +308,10 @@ constexpr std::uint64_t mapped_copy_piece_bytes = 4 << 20;
 
 template <class DeserializerImpl>
 bool copies_from_mapping(const DeserializerImpl& impl, const LoadOptions& options) {
+    // Not a signed file's: its whole read is hashed on the way (SignedFileCheck, in run_handler),
+    // which a copy out of the mapping would skip.
     return !impl.local_path.empty() && impl.source->alignment_bytes() == 1 && !impl.index.encrypted &&
-           !options.verify_hashes && !impl.index.big_endian;
+           !options.verify_hashes && !impl.index.big_endian && !options.signed_file;
 }
 
 // The file is mapped a window at a time, so that the process's resident memory holds the

@@ -178,6 +178,30 @@ TEST(InPlaceRead, ASignedFileReadInPlaceIsHashedFromTheTensorsAndAWrongDigestFai
         << refused.error().detail;
 }
 
+// Slices of a signed file read through the page cache (where a cached file's slices are
+// copied out of its mapping otherwise) still read and hash the whole file.
+TEST(InPlaceRead, SlicesOfASignedCachedFileAreHashedAndAWrongDigestFails) {
+    testing::TempDir folder(std::filesystem::current_path());
+    const File file = write_model(folder.path());
+    OpenOptions open_options;
+    open_options.read_mode = ReadMode::buffered;
+    auto opened = Deserializer::open(file.path.string(), open_options);
+    ASSERT_TRUE(opened) << opened.error().message();
+    const SliceRequest first_rows{0, {{0, 1}}};
+    LoadOptions options;
+    options.signed_file = signed_file_of(file);
+    auto sliced = opened->load_slices({&first_rows, 1}, options);
+    ASSERT_TRUE(sliced) << sliced.error().message();
+    EXPECT_EQ(sliced->bytes_read, file.bytes.size()) << sliced->how; // the whole file, for its hash
+
+    auto wrong = signed_file_of(file);
+    wrong->digests[0][5] ^= 1;
+    options.signed_file = wrong;
+    auto refused = opened->load_slices({&first_rows, 1}, options);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, errc::hash_mismatch) << refused.error().message();
+}
+
 TEST(InPlaceRead, TorchStoragesSitAtTheirFileOffsetAndKeep64Bytes) {
     testing::TempDir folder(std::filesystem::current_path());
     std::mt19937 random(11);

@@ -318,6 +318,69 @@ def test_a_checkpoint_in_two_files_verified(tensors, reference, tmp_path):
         assert torch.equal(dict(model.named_parameters())[name], expected), name
 
 
+def signed_checkpoint_in_files(tensors, folder, files):
+    """The tensors in `files` safetensors files of one folder, signed by ringload.sign_model (a
+    P-256 key, model_signing's key method); the load's signature keywords."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    import ringload
+    names = sorted(tensors)
+    paths = []
+    for k in range(files):
+        path = os.path.join(folder, "model", f"model-{k + 1:05d}-of-{files:05d}.safetensors")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        safetensors_torch.save_file({name: tensors[name] for name in names[k::files]}, path)
+        paths.append(path)
+    key = ec.generate_private_key(ec.SECP256R1())
+    with open(os.path.join(folder, "key.pem"), "wb") as file:
+        file.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption()))
+    with open(os.path.join(folder, "pub.pem"), "wb") as file:
+        file.write(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
+    signature = os.path.join(folder, "model.sig")
+    ringload.sign_model(os.path.join(folder, "model"), signature, private_key=os.path.join(folder, "key.pem"))
+    return paths, {"signature": signature, "public_key": os.path.join(folder, "pub.pem"),
+                   "model_folder": os.path.join(folder, "model")}
+
+
+def test_a_signed_checkpoint_in_files_read_side_by_side(tensors, reference, tmp_path):
+    """Signed files are read several at once (each file's hash is one core's lane): every
+    parameter as the reference, every loader's tensors handed over, each file's in file order."""
+    paths, signed = signed_checkpoint_in_files(tensors, str(tmp_path), 3)
+    model = ServerLikeModel()
+    handed_order = []
+
+    def load_weights(weights):
+        weights = list(weights)
+        # The reads' calls, not the plan's (which hands stand-ins on the meta device).
+        handed_order.extend(name for name, weight in weights if weight.device.type != "meta")
+        return model.load_weights(weights)
+
+    report = load_into_parameters(paths, load_weights, signed)
+    for name, expected in list(reference.named_parameters()) + list(reference.named_buffers()):
+        assert torch.equal(dict(list(model.named_parameters()) + list(model.named_buffers()))[name], expected), name
+    assert report.loaded == {"embed", "qkv", "down", "norm", "rotary", "scale", "mixed", "lm_head"}
+    file_of = {name: k for k in range(3) for name in sorted(tensors)[k::3]}
+    assert sorted(handed_order) == sorted(report.handed)
+    handed_files = [file_of[name] for name in handed_order]
+    assert handed_files == sorted(handed_files), handed_order  # file by file, in order
+    # Every file read whole, for its hash (once per pass: the bfloat16 tensor converting into
+    # its float32 buffer is a pass of its own).
+    assert report.bytes_read >= sum(os.path.getsize(path) for path in paths)
+
+
+def test_a_changed_signed_file_fails_the_load_naming_it(tensors, tmp_path):
+    paths, signed = signed_checkpoint_in_files(tensors, str(tmp_path), 3)
+    with open(paths[1], "r+b") as file:  # one byte of a tensor's data
+        file.seek(os.path.getsize(paths[1]) - 5)
+        byte = file.read(1)
+        file.seek(-1, os.SEEK_CUR)
+        file.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(Exception, match=os.path.basename(paths[1]) + ".*does not match its signed SHA-256"):
+        load_into_parameters(paths, ServerLikeModel().load_weights, signed)
+
+
 def test_a_name_in_two_files_is_refused(tensors, tmp_path):
     os.makedirs(tmp_path / "a")
     os.makedirs(tmp_path / "b")

@@ -4,6 +4,7 @@
     ringload load DIR --signature S --public-key P           the weights verified in their own read
     model_signing verify key DIR ... ; safetensors load_file  what a careful user runs today
     ringload load DIR                                         unverified, the same files
+    ringload verify DIR --signature S --public-key P          the check alone (no load)
 
 and the two limits of a verified load: the disk (fio, O_DIRECT) and the cores' SHA-256 (hashlib
 on one core times the cores, and hashlib on every core while fio reads the shards: the issue's
@@ -155,7 +156,8 @@ def main() -> int:
     signature, public_key = folder + ".sig", folder + "-keys/pub.pem"
     model_signing = os.path.join(ROOT, ".venv-signing/bin/model_signing")
     python = os.path.join(ROOT, ".venv/bin/python")
-    times = {"verified": [], "model_signing+safetensors": [], "model_signing": [], "unverified": []}
+    times = {"verified": [], "model_signing+safetensors": [], "model_signing": [], "unverified": [],
+             "ringload verify": []}
     cpu = {"verified": [], "unverified": []}
     own = []  # the verified load's own seconds (--json): the command's work, without exec and exit
     disks = []  # fio's rate just before each run's loads: the disk drifts (3.56-3.80 GB/s in an hour)
@@ -175,6 +177,9 @@ def main() -> int:
         cold(files)
         times["unverified"].append(timed(args.ringload, "load", folder))
         cpu["unverified"].append(CPU_SECONDS[(args.ringload, "load", folder)])
+        cold(files)
+        times["ringload verify"].append(timed(args.ringload, "verify", folder, "--signature", signature,
+                                              "--public-key", public_key))
         print(f"run {run + 1}: disk {disks[-1]:.2f} GB/s, " +
               ", ".join(f"{name} {values[-1]:.2f} s" for name, values in times.items()) +
               f" (verified's own {own[-1]:.2f} s)", flush=True)
@@ -198,6 +203,9 @@ def main() -> int:
     print(f"verified load vs model_signing verify + safetensors load: "
           f"{median['model_signing+safetensors'] / median['verified']:.2f}x faster")
     print(f"verified load vs unverified: {median['unverified'] / median['verified']:.2f} of its speed")
+    print(f"ringload verify vs model_signing verify: {median['model_signing'] / median['ringload verify']:.2f}x "
+          f"faster; its rate {total / median['ringload verify'] / 1e9 / min(disk, sha_reading):.2f} of "
+          f"min(disk, cores x SHA-256 while reading)")
     # The issue's limit, min(disk, cores x SHA-256 while reading), with each run's own disk rate.
     limits = [min(d, sha_reading) for d in disks]
     bound = "disk" if statistics.median(disks) <= sha_reading else "SHA-256"

@@ -6,13 +6,12 @@
 #include "piece_digests.hpp"
 #include "ordered_piece_hash.hpp"
 
+#include "../support/test_support.hpp"
 #include "ringload/engine/hashes.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -20,16 +19,7 @@
 namespace ringload {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::vector<std::byte> random_bytes(std::size_t count, unsigned seed) {
-    std::mt19937 random(seed);
-    std::vector<std::byte> bytes(count);
-    for (auto& byte : bytes) {
-        byte = static_cast<std::byte>(random());
-    }
-    return bytes;
-}
+using testing::random_bytes;
 
 std::string raw(const Sha256Digest& digest) {
     return {reinterpret_cast<const char*>(digest.data()), digest.size()};
@@ -121,21 +111,11 @@ TEST(OrderedPieceHash, AbandonedDropsWhatIsParkedAndHashesNothingMore) {
 
 class HashRanges : public ::testing::Test {
 protected:
-    void SetUp() override {
-        folder = fs::temp_directory_path() / ("ringload-piece-digests-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::create_directories(folder);
-    }
-    void TearDown() override { fs::remove_all(folder); }
-
     FolderFile write(const std::string& name, const std::vector<std::byte>& bytes) {
-        const fs::path path = folder / name;
-        std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        return {name, path.string(), bytes.size()};
+        return {name, testing::write_file(folder.path() / name, bytes).string(), bytes.size()};
     }
 
-    fs::path folder;
+    testing::TempDir folder;
 };
 
 // Several files at once, whole and in shards, sizes off the O_DIRECT alignment, an empty one.
@@ -173,7 +153,7 @@ TEST_F(HashRanges, AFileCutShortSinceItWasListedFailsNamingIt) {
 }
 
 TEST_F(HashRanges, AMissingFileFailsNamingIt) {
-    const FolderFile file{"gone", (folder / "gone").string(), 10};
+    const FolderFile file{"gone", (folder.path() / "gone").string(), 10};
     auto digests = hash_ranges({{&file, 0, 10}}, 1);
     ASSERT_FALSE(digests);
     EXPECT_NE(digests.error().message().find(file.path), std::string::npos) << digests.error().message();

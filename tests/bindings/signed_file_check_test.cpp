@@ -6,6 +6,8 @@
 #include "signed_file_check.hpp"
 #include "written_digest.hpp"
 
+#include "../support/test_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,14 +18,7 @@
 namespace ringload {
 namespace {
 
-std::vector<std::byte> random_bytes(std::size_t count, unsigned seed) {
-    std::mt19937 random(seed);
-    std::vector<std::byte> bytes(count);
-    for (auto& byte : bytes) {
-        byte = static_cast<std::byte>(random());
-    }
-    return bytes;
-}
+using testing::random_bytes;
 
 std::string raw(const Sha256Digest& digest) {
     return {reinterpret_cast<const char*>(digest.data()), digest.size()};

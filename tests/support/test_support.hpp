@@ -81,6 +81,16 @@ inline std::filesystem::path write_file(const std::filesystem::path& path, const
     return path;
 }
 
+// `count` bytes from a generator seeded with `seed`: the same bytes for the same seed.
+inline std::vector<std::byte> random_bytes(std::size_t count, unsigned seed) {
+    std::mt19937 random(seed);
+    std::vector<std::byte> bytes(count);
+    for (auto& byte : bytes) {
+        byte = static_cast<std::byte>(random());
+    }
+    return bytes;
+}
+
 inline std::vector<std::byte> read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -138,11 +138,10 @@ Result<void> hash_file(const FilePieces& pieces, std::uint32_t slot_count, std::
 Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& ranges, std::size_t threads) {
     RL_TRY(files, group_by_file(ranges));
     std::vector<std::string> digests(ranges.size());
-    // As a folder's load: two files per core at once, sharing 32 reads in flight.
+    // As a folder's load: two files per core at once, sharing one ring's reads in flight.
     const std::size_t cores = threads == 0 ? available_cores() : threads;
     const std::size_t at_once = std::clamp<std::size_t>(2 * cores, 1, std::max<std::size_t>(files.size(), 1));
-    constexpr std::uint32_t reads_in_flight = 32;
-    const auto slot_count = std::max<std::uint32_t>(4, reads_in_flight / static_cast<std::uint32_t>(at_once));
+    const auto slot_count = std::max<std::uint32_t>(4, slot_count_default / static_cast<std::uint32_t>(at_once));
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::mutex failure_mutex;

@@ -1,18 +1,8 @@
 // engine/orchestration/model_folder.cpp
 #include "model_folder.hpp"
 
-#include "ringload/engine/hashes.hpp"
-#include "ringload/engine/worker_pool.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <optional>
 #include <string_view>
 
 namespace ringload {
@@ -64,6 +54,17 @@ Result<void> add_entry(const fs::directory_entry& entry, const fs::path& root, s
 }
 
 } // namespace
+
+std::vector<std::uint64_t> piece_ends(std::uint64_t size_bytes, std::uint64_t shard_bytes) {
+    if (shard_bytes == 0) {
+        return {size_bytes};
+    }
+    std::vector<std::uint64_t> ends;
+    for (std::uint64_t begin = 0; begin < size_bytes; begin += shard_bytes) {
+        ends.push_back(std::min(size_bytes, begin + shard_bytes));
+    }
+    return ends;
+}
 
 Result<std::vector<FolderFile>> list_model_files(const std::string& folder, const std::vector<std::string>& ignored) {
     std::error_code error;

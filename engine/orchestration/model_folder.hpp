@@ -23,6 +23,10 @@ struct FolderFile {
 // model_signing sorts (path components compared one by one).
 Result<std::vector<FolderFile>> list_model_files(const std::string& folder, const std::vector<std::string>& ignored);
 
+// The ends of a file's pieces as model_signing cuts them: the whole file (shard_bytes 0, an
+// empty file too), or its shards of shard_bytes (an empty file has none).
+std::vector<std::uint64_t> piece_ends(std::uint64_t size_bytes, std::uint64_t shard_bytes);
+
 struct ByteRange {
     const FolderFile* file = nullptr;
     std::uint64_t begin = 0;

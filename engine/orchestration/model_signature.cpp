@@ -118,10 +118,11 @@ void add_pieces(Expected& expected, const FolderFile& file, std::uint64_t shard_
         expected.names.push_back(file.name);
         return;
     }
-    for (std::uint64_t begin = 0; begin < file.size_bytes; begin += shard_bytes) {
-        const std::uint64_t end = std::min(file.size_bytes, begin + shard_bytes);
+    std::uint64_t begin = 0;
+    for (const std::uint64_t end : piece_ends(file.size_bytes, shard_bytes)) {
         expected.ranges.push_back({&file, begin, end});
         expected.names.push_back(shard_name(file.name, begin, end));
+        begin = end;
     }
 }
 

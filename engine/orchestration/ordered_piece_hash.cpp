@@ -11,17 +11,6 @@ OrderedPieceHash::OrderedPieceHash(std::uint64_t begin_bytes, std::vector<std::u
       sequencer_(begin_bytes),
       hashed_end_bytes_(begin_bytes) {}
 
-std::vector<std::uint64_t> OrderedPieceHash::shard_ends(std::uint64_t size_bytes, std::uint64_t shard_bytes) {
-    if (shard_bytes == 0) {
-        return {size_bytes};
-    }
-    std::vector<std::uint64_t> ends;
-    for (std::uint64_t begin = 0; begin < size_bytes; begin += shard_bytes) {
-        ends.push_back(std::min(size_bytes, begin + shard_bytes));
-    }
-    return ends;
-}
-
 void OrderedPieceHash::add(std::uint64_t offset_bytes, std::span<const std::byte> bytes,
                            std::shared_ptr<const void> keep) {
     sequencer_.submit(offset_bytes, bytes.size(), [this, bytes, offset_bytes, keep = std::move(keep)] {

@@ -11,8 +11,7 @@
 // Used by a signed file's load (SignedFileCheck: each digest compared as it completes) and by
 // `ringload verify` (piece_digests.hpp: each digest kept).
 //
-//     OrderedPieceHash hash(0, OrderedPieceHash::shard_ends(size, shard), [&](std::size_t k,
-//                                                                             const Sha256Digest& d) { ... });
+//     OrderedPieceHash hash(0, piece_ends(size, shard), [&](std::size_t k, const Sha256Digest& d) { ... });
 //     hash.add(chunk->source_offset_bytes(), chunk->bytes(), chunk); // any thread, any order
 //     std::uint64_t end = hash.wait(); // every byte added is hashed: `end` of the bytes in order
 //
@@ -41,9 +40,6 @@ public:
     // Pieces [begin, ends[0]), [ends[0], ends[1]), ...; `piece_ends` sorted. Bytes past the
     // last end are not hashed.
     OrderedPieceHash(std::uint64_t begin_bytes, std::vector<std::uint64_t> piece_ends, OnPiece on_piece);
-    // The ends of a file's pieces as model_signing cuts them: the whole file (shard_bytes 0,
-    // an empty file too) or its shards (an empty file has none).
-    static std::vector<std::uint64_t> shard_ends(std::uint64_t size_bytes, std::uint64_t shard_bytes);
 
     // Source bytes [offset, offset + size), which `keep` owns until they are hashed.
     void add(std::uint64_t offset_bytes, std::span<const std::byte> bytes, std::shared_ptr<const void> keep);

@@ -1,6 +1,8 @@
 // engine/orchestration/signed_file_check.cpp
 #include "signed_file_check.hpp"
 
+#include "model_folder.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -26,7 +28,7 @@ SignedFileCheck::SignedFileCheck(ChunkHandler& inner, const Plan& inner_plan, co
       inner_plan_(inner_plan),
       file_(file),
       copy_for_hash_(copy_for_hash),
-      hash_(0, OrderedPieceHash::shard_ends(file.size_bytes, file.shard_bytes),
+      hash_(0, piece_ends(file.size_bytes, file.shard_bytes),
             [this](std::size_t shard, const Sha256Digest& digest) { check_shard(shard, digest); }) {
     if (file.size_bytes > 0) {
         plan_.ranges.push_back({0, file.size_bytes});
@@ -43,9 +45,7 @@ Result<std::unique_ptr<SignedFileCheck>> SignedFileCheck::create(ChunkHandler& i
                                              std::to_string(file.size_bytes) +
                                              " it had when checked (the file changed)");
     }
-    const std::size_t expected =
-        file.shard_bytes == 0 ? 1
-                              : static_cast<std::size_t>((file.size_bytes + file.shard_bytes - 1) / file.shard_bytes);
+    const std::size_t expected = piece_ends(file.size_bytes, file.shard_bytes).size();
     if (file.digests.size() != expected) {
         return fail(errc::invalid_argument, file.path + ": " + std::to_string(file.digests.size()) +
                                                 " signed digests for " + std::to_string(expected) + " shards");

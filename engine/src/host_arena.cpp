@@ -1,6 +1,8 @@
 // engine/src/host_arena.cpp
 #include "ringload/host_arena.hpp"
 
+#include "ringload/engine/thread_sanitizer.hpp"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -17,14 +19,6 @@
 #define MADV_POPULATE_READ 22 // Linux 5.14; older glibc headers lack the name
 #endif
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGLOAD_UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) && !defined(RINGLOAD_UNDER_TSAN)
-#define RINGLOAD_UNDER_TSAN 1
-#endif
 #ifdef RINGLOAD_UNDER_TSAN
 // ThreadSanitizer's runtime: a thread's accesses between these are not recorded.
 extern "C" void AnnotateIgnoreWritesBegin(const char* file, int line);

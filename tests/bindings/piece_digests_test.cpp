@@ -68,7 +68,7 @@ TEST(OrderedPieceHash, ShardsCutInsideChunksEachGetTheirOwnDigestInOrder) {
     const unsigned seed = std::random_device{}();
     SCOPED_TRACE("seed " + std::to_string(seed));
     const std::vector<std::byte> bytes = random_bytes(1'000'003, seed);
-    const std::vector<std::uint64_t> ends = OrderedPieceHash::shard_ends(bytes.size(), 65'536);
+    const std::vector<std::uint64_t> ends = piece_ends(bytes.size(), 65'536);
     ASSERT_EQ(ends.size(), 16u); // 15 whole shards and a short one
     const auto got = hash_shuffled(bytes, 0, ends, seed);
     ASSERT_EQ(got.size(), ends.size());
@@ -87,12 +87,12 @@ TEST(OrderedPieceHash, AWholeFileFromAnOffsetAndBytesPastTheLastPieceAreNotHashe
 
 TEST(OrderedPieceHash, AnEmptyFileIsTheDigestOfNoBytesAtWait) {
     std::vector<std::string> got;
-    OrderedPieceHash hash(0, OrderedPieceHash::shard_ends(0, 0),
+    OrderedPieceHash hash(0, piece_ends(0, 0),
                           [&](std::size_t, const Sha256Digest& digest) { got.push_back(raw(digest)); });
     EXPECT_EQ(hash.wait(), 0u);
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0], raw(sha256({})));
-    EXPECT_TRUE(OrderedPieceHash::shard_ends(0, 4096).empty()); // shard mode: an empty file has no shard
+    EXPECT_TRUE(piece_ends(0, 4096).empty()); // shard mode: an empty file has no shard
 }
 
 TEST(OrderedPieceHash, AbandonedDropsWhatIsParkedAndHashesNothingMore) {
@@ -127,7 +127,7 @@ TEST_F(HashRanges, EveryFileAndShardMatchesItsBytes) {
     std::vector<FolderFile> files{write("big", big), write("small", small), write("empty", none),
                                   write("middle", middle)};
     std::vector<ByteRange> ranges;
-    for (std::uint64_t end : OrderedPieceHash::shard_ends(big.size(), 3 << 20)) {
+    for (std::uint64_t end : piece_ends(big.size(), 3 << 20)) {
         ranges.push_back({&files[0], ranges.empty() ? 0 : ranges.back().end, end});
     }
     ranges.push_back({&files[1], 0, small.size()});

@@ -4,6 +4,7 @@
 // one at a time, whatever other streams run beside them; wait_idle() returns when all have run;
 // drop() discards what is queued, waits for what runs, and refuses the rest.
 #include "ringload/engine/hash_stream.hpp"
+#include "ringload/engine/thread_sanitizer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -126,14 +127,7 @@ TEST(HashStream, DropDiscardsWhatIsQueuedWaitsForWhatRunsAndRefusesTheRest) {
 
 // ThreadSanitizer cannot start threads in a child of a threaded process (it dies): the test is
 // built without it there, and runs in the dev and asan builds.
-#if defined(__SANITIZE_THREAD__)
-#define RINGLOAD_TEST_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGLOAD_TEST_UNDER_TSAN 1
-#endif
-#endif
-#ifndef RINGLOAD_TEST_UNDER_TSAN
+#ifndef RINGLOAD_UNDER_TSAN
 // A child forked after the parent hashed has none of the parent's threads: its first stream
 // starts its own, and its digest is right.
 TEST(HashStream, AForkedChildHashesWithThreadsOfItsOwn) {

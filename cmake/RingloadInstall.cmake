@@ -12,6 +12,9 @@ install(FILES
     bindings/cpp/include/ringload/crypto_params.hpp
     bindings/cpp/include/ringload/device.hpp
     bindings/cpp/include/ringload/formats.hpp
+    bindings/cpp/include/ringload/model_load.hpp
+    bindings/cpp/include/ringload/model_signing.hpp
+    bindings/cpp/include/ringload/options.hpp
     bindings/cpp/include/ringload/ringload.hpp
     bindings/cpp/include/ringload/serializer.hpp
     bindings/cpp/include/ringload/share_plan.hpp

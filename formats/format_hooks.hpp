@@ -2,7 +2,7 @@
 //
 // What a registered format does, behind its description (ringload/format.hpp): tell its files
 // from their first bytes, read their index, describe them for `ringload info`, and lay a new
-// file out for the one write path (engine/orchestration/serializer.cpp). Each format fills one
+// file out for the one write path (bindings/cpp/src/write/serializer.cpp). Each format fills one
 // FormatHooks and one Format in formats/<name>/format.cpp; formats/registry.cpp lists them.
 //
 //     Detection detect(std::span<const std::byte> head, std::uint64_t size_bytes);
@@ -12,7 +12,7 @@
 // (build_load_graph: tensorizer's records with their header hook and decrypt/hash stages; the
 // plain formats' spans through build_plain_load_graph). Formats whose tensors view shared
 // storages (tensors_view_storages) load those storages through the plain graph instead
-// (engine/orchestration/storage_load.cpp).
+// (bindings/cpp/src/load/storage_load.cpp).
 #pragma once
 
 #include "ringload/engine/device_link.hpp"

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Lists functions longer than a limit (default 70 lines) in C++ files under the given folders.
+"""Lists functions longer than a limit (default 70 lines) in C++ and Python files under the given
+folders.
 
-A function is a block that opens with '{' at the end of a line at column 0 that is not a
+C++: a function is a block that opens with '{' at the end of a line at column 0 that is not a
 namespace, class, struct, enum or extern block, and ends at the next '}' at column 0 (the
 code is clang-formatted, so top-level definitions start and end there). Lambdas and member
 functions defined inside class bodies are counted with what holds them.
+Python: every def (methods and nested functions too, each on its own; a nested one also counts
+in what holds it), from its first body line to its last, read with the ast module.
 
     scripts/long_functions.py engine formats io          # exit 1 if any is over 70 lines
     scripts/long_functions.py --limit 60 --all formats   # every function with its length
 """
 import argparse
+import ast
 import pathlib
 import re
 import sys
@@ -50,6 +54,15 @@ def functions(path):
         number = end + 1
 
 
+def python_functions(path):
+    """(signature, first line, last line, body lines) of each def, nested ones included."""
+    tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first_body = node.body[0].lineno
+            yield f"def {node.name}", node.lineno, node.end_lineno, node.end_lineno - first_body + 1
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("folders", nargs="+")
@@ -59,9 +72,13 @@ def main():
     over = 0
     for folder in args.folders:
         for path in sorted(pathlib.Path(folder).rglob("*")):
-            if path.suffix not in (".cpp", ".hpp", ".cu", ".h"):
+            if path.suffix in (".cpp", ".hpp", ".cu", ".h"):
+                found = functions(path)
+            elif path.suffix == ".py":
+                found = python_functions(path)
+            else:
                 continue
-            for name, start, end, body in functions(path):
+            for name, start, end, body in found:
                 if body > args.limit or args.all:
                     over += body > args.limit
                     print(f"{body:5d}  {path}:{start}  {name[:100]}")

@@ -1,6 +1,6 @@
 // bindings/cli/model_load.hpp
 //
-// `ringload load` of a model folder (every weight file in it, one after another), or of a
+// `ringload load` of a model folder (its weight files, ringload/model_load.hpp), or of a
 // signed model (a folder or one file, with --signature): each weight file is loaded with
 // LoadOptions::signed_file, so that its single read is also its verification, and then the
 // folder's other files (configs, tokenizers) are hashed on every core. The model's signature

@@ -70,7 +70,7 @@ Result<std::unique_ptr<FormatWriteGraph>> create_write_graph(std::span<const Ten
 }
 
 // torch zip tensors are views that may share and overlap their storages: they load through
-// those storages (engine/orchestration/storage_load.cpp, tensors_view_storages), never as one span
+// those storages (bindings/cpp/src/load/storage_load.cpp, tensors_view_storages), never as one span
 // per tensor, which would refuse shared views and misread strided ones.
 Result<FormatLoadGraph> build_tensor_graph(const Index& index, std::vector<TensorDestination> destinations,
                                            const LoadGraphRequest& request) {

@@ -1,6 +1,6 @@
 // tests/bindings/in_place_read_test.cpp
 //
-// Reads straight into the tensors from a file (engine/orchestration/load_layout.hpp): a
+// Reads straight into the tensors from a file (bindings/cpp/src/load/load_layout.hpp): a
 // safetensors file whose tensors start at awkward offsets (8 past a page boundary, odd, not a
 // multiple of their item size) loads the same bytes as the file holds, whether read with
 // O_DIRECT or through the page cache; with O_DIRECT the large tensors sit at their file

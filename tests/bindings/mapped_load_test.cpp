@@ -1,6 +1,6 @@
 // tests/bindings/mapped_load_test.cpp
 //
-// Placement::mapped_file (engine/orchestration/mapped_load.cpp): a local safetensors file's
+// Placement::mapped_file (bindings/cpp/src/load/mapped_load.cpp): a local safetensors file's
 // tensors left in its own pages. The mapped load must give exactly the arena load's tensors,
 // hand each over as it arrives, keep the file unchanged when a tensor is written, refuse what
 // it cannot map with the reason (and Placement::automatic then take the ring), and turn a file

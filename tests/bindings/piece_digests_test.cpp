@@ -3,8 +3,8 @@
 // OrderedPieceHash (a file's bytes in any order, hashed in order and cut into pieces) fed
 // chunks shuffled across threads, and hash_ranges (`ringload verify`'s reads and hashes)
 // on real files: every digest against sha256() of the same bytes.
-#include "piece_digests.hpp"
-#include "ordered_piece_hash.hpp"
+#include "signing/piece_digests.hpp"
+#include "signing/ordered_piece_hash.hpp"
 
 #include "../support/test_support.hpp"
 #include "ringload/engine/hashes.hpp"

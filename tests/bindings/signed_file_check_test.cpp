@@ -3,8 +3,8 @@
 // SignedFileCheck (a signed file's whole read, hashed in order beside the format's handler) and
 // WrittenDigest (a write's windows hashed in file order), fed chunks and windows in shuffled
 // order, against sha256() of the same bytes.
-#include "signed_file_check.hpp"
-#include "written_digest.hpp"
+#include "signing/signed_file_check.hpp"
+#include "write/written_digest.hpp"
 
 #include "../support/test_support.hpp"
 

@@ -1,11 +1,11 @@
 // tests/bindings/slice_runs_test.cpp
 //
-// slice_element_runs (engine/orchestration/slice_runs.hpp) against a brute-force walk of the slice's
+// slice_element_runs (bindings/cpp/src/load/slice_runs.hpp) against a brute-force walk of the slice's
 // elements in C order: every element from the right storage element, runs maximal, and the run
 // counts the issue asks for (a row range is one run, a column slice one per row); and
 // Deserializer::load_slices on a fixture written by the real tensorizer against the bytes its
 // manifest says each tensor has.
-#include "slice_runs.hpp"
+#include "load/slice_runs.hpp"
 #include "../support/test_support.hpp"
 #include "ringload/engine/hashes.hpp"
 

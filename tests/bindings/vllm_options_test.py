@@ -7,6 +7,7 @@ read back equal. Run by pytest from the .venv (Debian's torch), PYTHONPATH=<buil
 import json
 import logging
 import os
+import subprocess
 import sys
 
 import pytest
@@ -116,6 +117,32 @@ def test_a_folder_without_weights_is_named(tmp_path):
         weights.find_weight_files(str(tmp_path))
     with pytest.raises(ValueError, match="not a local folder"):
         weights.find_weight_files("meta-llama/Llama-3-8B")
+
+
+def test_the_command_and_vllm_find_the_same_weight_files(tmp_path):
+    """One rule (ringload/model_load.hpp): `ringload load DIR` reads the files vLLM's loader reads,
+    and fails on a folder without weights with the same sentence."""
+    cli = os.environ["RINGLOAD_CLI"]
+    tensors = {"a": torch.arange(6, dtype=torch.float32), "b": torch.ones(2, 3, dtype=torch.float16)}
+    ringload.save_file({"a": tensors["a"]}, str(tmp_path / "model-00001-of-00002.safetensors"))
+    ringload.save_file({"b": tensors["b"]}, str(tmp_path / "model-00002-of-00002.safetensors"))
+    ringload.save_file(tensors, str(tmp_path / "consolidated.safetensors"))  # not in the index
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    torch.save(tensors, str(tmp_path / "pytorch_model.bin"))  # the same weights again, as .bin
+    torch.save({"lr": 0.1}, str(tmp_path / "training_args.bin"))
+    out = subprocess.run([cli, "load", str(tmp_path), "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    read = [file["path"] for file in json.loads(out.stdout)["files"]]
+    assert read == weights.find_weight_files(str(tmp_path)) == [
+        str(tmp_path / "model-00001-of-00002.safetensors"), str(tmp_path / "model-00002-of-00002.safetensors")]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = subprocess.run([cli, "load", str(empty)], capture_output=True, text=True, timeout=120)
+    with pytest.raises(ValueError) as raised:
+        weights.find_weight_files(str(empty))
+    sentence = f"no weights in {empty} (looked for *.safetensors, *.tensors, *.bin, *.pt)"
+    assert out.returncode != 0 and sentence in out.stderr and sentence in str(raised.value), out.stderr
 
 
 def test_a_missing_source_is_named(tmp_path):

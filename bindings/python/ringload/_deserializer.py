@@ -309,7 +309,6 @@ class TensorDeserializer(collections.abc.Mapping):
         order, then (lazy_load=True) the others as they land, in the order they complete
         (close to file order), each cached as it comes. Leaving the loop early cancels the
         rest of the load."""
-        from ._stream import stream_entries
         wanted = self._wanted(filter_func, num_tensors)
         missing = [e for e in wanted if e.index not in self._cache]
         if self._device == "meta":
@@ -318,7 +317,7 @@ class TensorDeserializer(collections.abc.Mapping):
         for entry in wanted:
             if entry.index in self._cache:
                 yield entry.module_index, entry.tensor_type, entry.name, self._cache[entry.index]
-        for entry, tensor in stream_entries(self, missing, self._verify(verify_hash)):
+        for entry, tensor in self._stream_entries(missing, self._verify(verify_hash)):
             self._cache[entry.index] = tensor
             self._bytes_read += entry.byte_length
             yield entry.module_index, entry.tensor_type, entry.name, tensor
@@ -360,6 +359,15 @@ class TensorDeserializer(collections.abc.Mapping):
                                           self._dtype)
         self._bytes_read += bytes_read
         return {name: drop_dims(tensor, *cut) for name, tensor, cut in zip(slices, tensors, cuts)}
+
+    def stream(self) -> Iterator[tuple]:
+        """Yields (name, tensor) for every wanted tensor as it lands (ringload.stream_tensors'
+        order), without keeping it: the caller holds what it keeps."""
+        if self._device == "meta":
+            yield from self.flat_tensors().items()
+            return
+        for entry, tensor in self._stream_entries(self._entries, self._verify_hash):
+            yield entry.name, tensor
 
     def tree(self, prefix=None, *, default: Any = None, filter_func: Optional[FilterFunc] = None):
         """The (sub)tree under `prefix` as nested dicts and lists of tensors (lists where the
@@ -503,6 +511,30 @@ class TensorDeserializer(collections.abc.Mapping):
         return self._engine.load([e.index for e in entries], device=device, dtype=self._dtype, verify=verify,
                                  destinations=destinations, slot_size=self._slot_size, slot_count=self._slot_count,
                                  threads=self._threads, progress=self._progress, contiguous=False)
+
+    def _stream_entries(self, entries, verify: bool) -> Iterator[tuple]:
+        """(entry, tensor) for each of `entries`, as the engine hands it over."""
+        if not entries:
+            return
+        if self._group is not None:  # read once per group: each round's tensors as it lands
+            from ._distributed import DistributedLoad
+            for k, tensor in DistributedLoad(self, self._group).stream(entries, verify):
+                yield entries[k], tensor
+            return
+        native = self._engine.stream([e.index for e in entries], device=self._device, dtype=self._dtype,
+                                     verify=verify, slot_size=self._slot_size, slot_count=self._slot_count,
+                                     threads=self._threads, contiguous=False)
+        try:
+            while True:
+                handed = native.next()
+                if handed is None:
+                    return
+                k, item = handed
+                entry = entries[k]
+                entry.module_index = item.module_index(0)
+                yield entry, to_torch(item, 0, self._loaded_dtype(entry), entry.shape)
+        finally:
+            native.close()  # cancels a load still running and joins its thread
 
     def _wanted(self, filter_func, num_tensors):
         wanted = [e for e in self._entries if filter_func is None or filter_func(e.name)]

@@ -22,6 +22,7 @@ write the same bytes. Such ops run on the meta stand-ins (shapes only), so the l
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -138,123 +139,176 @@ def _byte_span(tensor) -> Optional[Tuple[int, int]]:
     return start, start + (reach + 1) * tensor.element_size()
 
 
-def _make_recorder(plan: Plan, devices: bool):
-    """A TorchFunctionMode that turns ops on stand-ins into the plan (see the module's text)."""
+@functools.lru_cache(maxsize=None)
+def _stand_in_type():
+    """The torch.Tensor subclass that marks a stand-in (made on first use: torch is optional)."""
     import torch
-    from torch.overrides import TorchFunctionMode
 
     class _StandIn(torch.Tensor):
         __torch_function__ = torch._C._disabled_torch_function_impl
 
-    def stand_in(meta, name, base_shape, computed):
-        made = meta.as_subclass(_StandIn)
-        made._ringload = (name, base_shape, computed)
-        return made
+    return _StandIn
 
-    destinations = _Intervals()
 
-    def hand(name: str, why: str) -> None:
-        plan.handed.setdefault(name, why)
+def _is_stand_in(value) -> bool:
+    return isinstance(value, _stand_in_type())
 
-    def flatten(value, found):
-        if isinstance(value, (list, tuple)):
-            for item in value:
-                flatten(item, found)
-        elif isinstance(value, dict):
-            for item in value.values():
-                flatten(item, found)
-        elif isinstance(value, torch.Tensor):
-            found.append(value)
-        return found
 
-    def to_meta(value):
-        """Stand-ins as plain meta tensors, real tensors as meta tensors of their shape."""
-        if isinstance(value, (list, tuple)):
-            return type(value)(to_meta(item) for item in value)
-        if isinstance(value, _StandIn):
-            return value.as_subclass(torch.Tensor)
-        if isinstance(value, torch.Tensor) and value.device.type != "meta":
-            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-        return value
+def _stand_in(meta, name: str, base_shape: tuple, computed: Optional[str]):
+    """`meta` marked as checkpoint tensor `name` (of `base_shape`); computed: why its values are
+    no longer the checkpoint's bytes, or None."""
+    made = meta.as_subclass(_stand_in_type())
+    made._ringload = (name, base_shape, computed)
+    return made
 
-    def wrap(result, name, base_shape, computed):
-        if isinstance(result, torch.Tensor):
-            return stand_in(result, name, base_shape, computed)
-        if isinstance(result, (list, tuple)):
-            return type(result)(wrap(item, name, base_shape, computed) for item in result)
-        return result
 
-    def record_copy(destination, source) -> None:
+def _flatten(value, found: list) -> list:
+    """Every tensor in `value` (nested lists, tuples and dicts), appended to `found`."""
+    import torch
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _flatten(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _flatten(item, found)
+    elif isinstance(value, torch.Tensor):
+        found.append(value)
+    return found
+
+
+def _to_meta(value):
+    """Stand-ins as plain meta tensors, real tensors as meta tensors of their shape."""
+    import torch
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_meta(item) for item in value)
+    if _is_stand_in(value):
+        return value.as_subclass(torch.Tensor)
+    if isinstance(value, torch.Tensor) and value.device.type != "meta":
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    return value
+
+
+def _wrap(result, name: str, base_shape: tuple, computed: Optional[str]):
+    """An op's result (a tensor, or a list or tuple of them) as stand-ins of `name`."""
+    import torch
+    if isinstance(result, torch.Tensor):
+        return _stand_in(result, name, base_shape, computed)
+    if isinstance(result, (list, tuple)):
+        return type(result)(_wrap(item, name, base_shape, computed) for item in result)
+    return result
+
+
+class _Recording:
+    """One run's record: each op on stand-ins becomes pieces of `plan` or a handed-over name."""
+
+    def __init__(self, plan: Plan, devices: bool):
+        self.plan = plan
+        self.devices = devices
+        self.destinations = _Intervals()  # the bytes each recorded copy wrote
+
+    def hand(self, name: str, why: str) -> None:
+        self.plan.handed.setdefault(name, why)
+
+    def on_op(self, func, args, kwargs):
+        """What an op does on stand-ins: records a copy, looks, moves, or computes (handed over)."""
+        name = _name(func)
+        if getattr(func, "__name__", "") == "__get__" and name not in _VIEWS:
+            name = "size"  # a property that only looks (shape, dtype, device, ndim, ...)
+        tensors = _flatten((args, kwargs), [])
+        stand_ins = [t for t in tensors if _is_stand_in(t)]
+        if not stand_ins:
+            if name not in _VIEWS and name not in _LOOKS:
+                self.touch(tensors, name)
+            return func(*args, **kwargs)
+        if name in ("copy_", "__setitem__") and not _is_stand_in(args[0]):
+            destination = args[0] if name == "copy_" else args[0].__getitem__(args[1])
+            value = args[1] if name == "copy_" else args[2]
+            if _is_stand_in(value) and len(stand_ins) == 1:
+                self.record_copy(destination, value)
+                return args[0]
+        if name in _LOOKS:
+            return func(*_to_meta(args), **kwargs)
+        if name in _MOVES:
+            return self._move(func, name, args, kwargs, stand_ins[0])
+        return self._compute(func, name, args, kwargs, tensors, stand_ins)
+
+    def _move(self, func, name: str, args, kwargs, source):
+        result = func(*_to_meta(args), **{k: v for k, v in kwargs.items() if k != "device"})
+        if _is_tensor(result) and result.dtype == source.dtype:
+            return source  # a move to the data's device: the stand-in stays what it is
+        source_name, base_shape, computed = source._ringload
+        return _wrap(result, source_name, base_shape, computed or f"converted ({name})")
+
+    def _compute(self, func, name: str, args, kwargs, tensors, stand_ins):
+        source_name, base_shape, computed = stand_ins[0]._ringload
+        for other in stand_ins[1:]:
+            if other._ringload[0] != source_name:
+                self.hand(other._ringload[0], f"combined with {source_name} ({name})")
+                computed = computed or f"combined with {other._ringload[0]} ({name})"
+        real = [t for t in tensors if not _is_stand_in(t)]
+        if real and name.endswith("_"):
+            self.touch(real, name)
+        result = func(*_to_meta(args), **{k: _to_meta(v) for k, v in kwargs.items()})
+        if name not in _VIEWS:
+            computed = computed or f"computed with ({name})"
+            self.hand(source_name, computed)
+        return _wrap(result, source_name, base_shape, computed)
+
+    def record_copy(self, destination, source) -> None:
         name, base_shape, computed = source._ringload
         span = _byte_span(destination)
         if span is not None:
-            for other in destinations.overlapping(*span):
-                hand(other, f"its destination is written by {name} too")
+            for other in self.destinations.overlapping(*span):
+                self.hand(other, f"its destination is written by {name} too")
                 if other != name:
-                    hand(name, f"its destination is written by {other} too")
-            destinations.add(span[0], span[1], name)
+                    self.hand(name, f"its destination is written by {other} too")
+            self.destinations.add(span[0], span[1], name)
         if computed:
-            return hand(name, computed)
-        if destination.device.type != "cpu" and not (devices and destination.device.type == "cuda"):
-            return hand(name, f"copied to {destination.device} (not planned for this load)")
+            return self.hand(name, computed)
+        if destination.device.type != "cpu" and not (self.devices and destination.device.type == "cuda"):
+            return self.hand(name, f"copied to {destination.device} (not planned for this load)")
         if not destination.is_contiguous() or tuple(destination.shape) != tuple(source.shape):
-            return hand(name, "copied into a strided or broadcast destination")
+            return self.hand(name, "copied into a strided or broadcast destination")
         stored, wanted = _dtype_name(source.dtype), _dtype_name(destination.dtype)
         if stored != wanted and not (stored in _FLOATING and wanted in _FLOATING):
-            return hand(name, f"converted from {stored} to {wanted}")
+            return self.hand(name, f"converted from {stored} to {wanted}")
         ranges = box_of(base_shape, source)
         if ranges is None:
-            return hand(name, "copied from a transposed or stepped view")
-        plan.pieces.setdefault(name, []).append(Piece(ranges, destination))
+            return self.hand(name, "copied from a transposed or stepped view")
+        self.plan.pieces.setdefault(name, []).append(Piece(ranges, destination))
 
-    def touch(tensors, function_name) -> None:
+    def touch(self, tensors, function_name: str) -> None:
+        """Real tensors an op may change: a recorded destination among them is handed over."""
         for tensor in tensors:
             span = _byte_span(tensor)
             if span is not None:
-                for name in destinations.overlapping(*span):
-                    hand(name, f"its destination is changed after the copy ({function_name})")
+                for name in self.destinations.overlapping(*span):
+                    self.hand(name, f"its destination is changed after the copy ({function_name})")
 
-    class Recorder(TorchFunctionMode):
+
+def _is_tensor(value) -> bool:
+    import torch
+    return isinstance(value, torch.Tensor)
+
+
+@functools.lru_cache(maxsize=None)
+def _recorder_type():
+    """The TorchFunctionMode that hands every op to its _Recording (made on first use)."""
+    from torch.overrides import TorchFunctionMode
+
+    class _Recorder(TorchFunctionMode):
+        recording: _Recording
+
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            name = _name(func)
-            if getattr(func, "__name__", "") == "__get__" and name not in _VIEWS:
-                name = "size"  # a property that only looks (shape, dtype, device, ndim, ...)
-            tensors = flatten((args, kwargs), [])
-            stand_ins = [t for t in tensors if isinstance(t, _StandIn)]
-            if not stand_ins:
-                if name not in _VIEWS and name not in _LOOKS:
-                    touch(tensors, name)
-                return func(*args, **kwargs)
-            source = stand_ins[0]
-            source_name, base_shape, computed = source._ringload
-            if name in ("copy_", "__setitem__") and not isinstance(args[0], _StandIn):
-                destination = args[0] if name == "copy_" else args[0].__getitem__(args[1])
-                value = args[1] if name == "copy_" else args[2]
-                if isinstance(value, _StandIn) and len(stand_ins) == 1:
-                    record_copy(destination, value)
-                    return args[0]
-            if name in _LOOKS:
-                return func(*to_meta(args), **kwargs)
-            if name in _MOVES:
-                result = func(*to_meta(args), **{k: v for k, v in kwargs.items() if k != "device"})
-                if isinstance(result, torch.Tensor) and result.dtype == source.dtype:
-                    return source  # a move to the data's device: the stand-in stays what it is
-                return wrap(result, source_name, base_shape, computed or f"converted ({name})")
-            for other in stand_ins[1:]:
-                if other._ringload[0] != source_name:
-                    hand(other._ringload[0], f"combined with {source_name} ({name})")
-                    computed = computed or f"combined with {other._ringload[0]} ({name})"
-            real = [t for t in tensors if not isinstance(t, _StandIn)]
-            if real and name.endswith("_"):
-                touch(real, name)
-            result = func(*to_meta(args), **{k: to_meta(v) for k, v in kwargs.items()})
-            if name not in _VIEWS:
-                computed = computed or f"computed with ({name})"
-                hand(source_name, computed)
-            return wrap(result, source_name, base_shape, computed)
+            return self.recording.on_op(func, args, kwargs or {})
 
-    return Recorder, stand_in
+    return _Recorder
+
+
+def _recorder(recording: _Recording):
+    mode = _recorder_type()()
+    mode.recording = recording
+    return mode
 
 
 def learn_plan(load_weights: Callable[[Iterable], Optional[Iterable[str]]],
@@ -285,13 +339,13 @@ def learn_plan(load_weights: Callable[[Iterable], Optional[Iterable[str]]],
 
 def _run(plan: Plan, load_weights, checkpoint, devices: bool) -> None:
     import torch
-    Recorder, stand_in = _make_recorder(plan, devices)
+    recording = _Recording(plan, devices)
 
     def stand_ins():
         for name, shape, dtype in checkpoint:
             meta = torch.empty(tuple(shape), dtype=getattr(torch, dtype), device="meta")
-            yield name, stand_in(meta, name, tuple(shape), None)
+            yield name, _stand_in(meta, name, tuple(shape), None)
 
-    with torch.no_grad(), Recorder():
+    with torch.no_grad(), _recorder(recording):
         loaded = load_weights(stand_ins())
     plan.loaded |= set(loaded or ())

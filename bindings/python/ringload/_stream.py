@@ -16,33 +16,7 @@ from __future__ import annotations
 
 from typing import Iterator, Tuple
 
-from ._tensors import to_torch
-
-
-def stream_entries(deserializer, entries, verify: bool) -> Iterator[tuple]:
-    """(entry, tensor) for each of `entries` (a TensorDeserializer's), as the engine hands it over."""
-    if not entries:
-        return
-    if deserializer._group is not None:  # read once per group: each round's tensors as it lands
-        from ._distributed import DistributedLoad
-        for k, tensor in DistributedLoad(deserializer, deserializer._group).stream(entries, verify):
-            yield entries[k], tensor
-        return
-    native = deserializer._engine.stream([e.index for e in entries], device=deserializer._device,
-                                         dtype=deserializer._dtype, verify=verify,
-                                         slot_size=deserializer._slot_size, slot_count=deserializer._slot_count,
-                                         threads=deserializer._threads, contiguous=False)
-    try:
-        while True:
-            handed = native.next()
-            if handed is None:
-                return
-            k, item = handed
-            entry = entries[k]
-            entry.module_index = item.module_index(0)
-            yield entry, to_torch(item, 0, deserializer._loaded_dtype(entry), entry.shape)
-    finally:
-        native.close()  # cancels a load still running and joins its thread
+from ._deserializer import TensorDeserializer
 
 
 def stream_tensors(path_or_url, device="cpu", dtype=None, **options) -> Iterator[Tuple[str, object]]:
@@ -59,18 +33,13 @@ def stream_tensors(path_or_url, device="cpu", dtype=None, **options) -> Iterator
     The file is opened (and its index read) here, so a missing file or a bad header raises at
     the call; the load starts with the first next().
     """
-    from ._deserializer import TensorDeserializer
     if isinstance(device, int):
         device = f"cuda:{device}"
     options.pop("lazy_load", None)
     deserializer = TensorDeserializer(path_or_url, device=device, dtype=dtype, lazy_load=True, **options)
-    return _named(deserializer)
+    return _streamed(deserializer)
 
 
-def _named(deserializer) -> Iterator[Tuple[str, object]]:
+def _streamed(deserializer) -> Iterator[Tuple[str, object]]:
     with deserializer:
-        if deserializer._device == "meta":
-            yield from ((name, tensor) for name, tensor in deserializer.flat_tensors().items())
-            return
-        for entry, tensor in stream_entries(deserializer, deserializer._entries, deserializer._verify_hash):
-            yield entry.name, tensor
+        yield from deserializer.stream()

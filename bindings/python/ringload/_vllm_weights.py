@@ -11,8 +11,6 @@ vLLM installed.
 """
 from __future__ import annotations
 
-import glob
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
@@ -162,48 +160,15 @@ def _decryption(key_file, passphrase_file):
 
 # What a Hugging Face folder holds, in the order vLLM's default loader prefers them, then
 # tensorizer (a folder with a converted file); each with the index that may list its shards.
-_FOLDER_LAYOUTS = (
-    ("*.safetensors", "model.safetensors.index.json"),
-    ("*.tensors", None),
-    ("*.bin", "pytorch_model.bin.index.json"),
-    ("*.pt", None),
-)
-# Files a training run leaves beside the weights (vLLM's filter_files_not_needed_for_inference).
-_NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
-
-
 def find_weight_files(folder: str) -> List[str]:
     """The weight files of a model folder: every shard of the first layout present (the ones
-    its index json names, where there is one), sorted."""
-    if not os.path.isdir(folder):
-        raise ValueError(f"ringload: the model {folder} is not a local folder; give the weights' location as "
-                         'model_loader_extra_config {"uri": ...}')
-    for pattern, index_name in _FOLDER_LAYOUTS:
-        files = sorted(f for f in glob.glob(os.path.join(folder, pattern))
-                       if os.path.isfile(f) and not f.endswith(_NOT_WEIGHTS))
-        if files:
-            return _indexed(folder, index_name, files)
-    raise ValueError(f"ringload: no weights in {folder} (looked for "
-                     f"{', '.join(p for p, _ in _FOLDER_LAYOUTS)}); give their location as "
-                     'model_loader_extra_config {"uri": ...}')
-
-
-def _indexed(folder: str, index_name, files: List[str]) -> List[str]:
-    """The shards an index json names (others, such as a consolidated copy, are left out);
-    a shard it names that is missing is an error, not a model with holes."""
-    index_path = os.path.join(folder, index_name) if index_name else None
-    if index_path is None or not os.path.isfile(index_path):
-        return files
+    its index json names, where there is one), sorted; the engine's rule (ringload/model_load.hpp),
+    which `ringload load DIR` follows too."""
     try:
-        with open(index_path) as file:
-            weight_map = json.load(file)["weight_map"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"ringload: cannot read the shard index {index_path}: {error}") from None
-    named = sorted({os.path.join(folder, shard) for shard in weight_map.values()})
-    missing = [shard for shard in named if not os.path.isfile(shard)]
-    if missing:
-        raise ValueError(f"ringload: {index_path} names shards that are missing: {', '.join(missing)}")
-    return named
+        return _ringload.find_weight_files(folder)
+    except ValueError as error:
+        raise ValueError(f"ringload: {error}; give the weights' location as "
+                         'model_loader_extra_config {"uri": ...}') from None
 
 
 def check_sources(sources: List[str]) -> None:

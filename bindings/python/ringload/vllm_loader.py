@@ -75,98 +75,100 @@ def register() -> None:
 
 def _loader_class(base):
     """The loader, made on vLLM's BaseModelLoader (imported only when vLLM is there)."""
+    return type("RingloadModelLoader", (_LoaderMethods, base),
+                {"__doc__": _LoaderMethods.__doc__, "__module__": __name__})
 
-    class RingloadModelLoader(base):
-        """Streams a checkpoint's (name, tensor) pairs from ringload into model.load_weights."""
 
-        def __init__(self, load_config):
-            super().__init__(load_config)
-            self.options: LoaderOptions = parse_options(load_config.model_loader_extra_config)
+class _LoaderMethods:
+    """Streams a checkpoint's (name, tensor) pairs from ringload into model.load_weights: the
+    methods of RingloadModelLoader, which _loader_class puts on vLLM's BaseModelLoader."""
 
-        def download_model(self, model_config) -> None:
-            """Nothing to download: checks that the weights are where the options say."""
-            check_sources(self.sources(model_config))
+    def __init__(self, load_config):
+        super().__init__(load_config)
+        self.options: LoaderOptions = parse_options(load_config.model_loader_extra_config)
 
-        def sources(self, model_config) -> list:
-            """The weights' paths or URLs: the `uri` option, else the model folder's files (in
-            vLLM's pre-sharded layout, this rank's own)."""
-            if self.options.uris:
-                return list(self.options.uris)
-            folder = getattr(model_config, "model_weights", None) or model_config.model
-            return _rank_files(folder) or find_weight_files(folder)
+    def download_model(self, model_config) -> None:
+        """Nothing to download: checks that the weights are where the options say."""
+        check_sources(self.sources(model_config))
 
-        def load_weights(self, model, model_config) -> None:
-            sources = self.sources(model_config)
-            check_sources(sources)
-            device = _device_of(model)
-            started = time.perf_counter()
-            signed = open_model(sources, self.options.stream_kwargs)  # None without a signature
-            own = _own_sharded(sources)
-            into = self.options.reads_into_parameters(device)
-            if own and into:
-                sources = own
-                loaded = self._into_parameters(model, sources, _state_of(model))  # each rank its own files
-            elif into:
-                # What moves over the group is read on the host: gloo's CPU group, on a GPU too.
-                group = _tensor_parallel_group("cpu") if self.options.read_once else None
-                loaded = self._into_parameters(model, sources, group=group)
-            elif own:  # each rank its own files: nothing to share
-                sources = own
-                loaded = self._streamed(model, sources, device, None, _state_of(model))
-            else:
-                group = _tensor_parallel_group(device) if self.options.read_once else None
-                loaded = self._streamed(model, sources, device, group)
-            if signed is not None:  # the weights were verified as they loaded; the configs now
-                checked = signed.verify_files([_ringload_local_path(source) for source in sources])
-                _vllm_logger.info("ringload: signature verified (%s); %d other files hashed", signed.signer,
-                                  checked["files"])
-            if self.options.save_sharded_state is not None:
-                # The state after the load: mapped parameters have new storage.
-                path = write_rank(_state_of(model), self.options.save_sharded_state, _tensor_parallel_rank()[0])
-                _vllm_logger.info("ringload: this rank's parameters written to %s", path)
-            # The CPUs this process may use: vLLM's CPU worker binds itself to its OpenMP cores, and
-            # the engine's threads (started here) inherit that.
-            _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
-                              device, time.perf_counter() - started, len(os.sched_getaffinity(0)))
-            if not own:  # the pre-sharded layout was checked as ShardedStateLoader checks it
-                _check_all_loaded(self, model, model_config, loaded, sources)  # (tied keys differ)
+    def sources(self, model_config) -> list:
+        """The weights' paths or URLs: the `uri` option, else the model folder's files (in
+        vLLM's pre-sharded layout, this rank's own)."""
+        if self.options.uris:
+            return list(self.options.uris)
+        folder = getattr(model_config, "model_weights", None) or model_config.model
+        return _rank_files(folder) or find_weight_files(folder)
 
-        def _into_parameters(self, model, sources, sharded_state=None, group=None):
-            """Each tensor read straight into the parameters load_weights would copy it to (the
-            plan is learned from load_weights itself; with tensor parallelism each rank reads its
-            own rows, and with read_once (a group) the rest is read once by one rank and shared
-            over the group, else each rank reads its own columns too), or, with placement "mapped" (and
-            "auto" on one CPU), parameters that one stretch of a local safetensors file fills
-            whole backed by its pages; what the model's loaders compute with is handed over.
-            sharded_state (the pre-sharded layout): the files hold this rank's parameters by
-            state_dict key, loaded as vLLM's ShardedStateLoader does."""
-            from ._parameter_load import load_into_parameters, maps_files
-            kwargs = self.options.stream_kwargs
-            load = model.load_weights if sharded_state is None else state_dict_loader(sharded_state)
-            report = load_into_parameters(sources, load, kwargs, model=model,
-                                          map_files=maps_files(kwargs.get("placement", "auto")), group=group,
-                                          devices=_device_of(model) != "cpu")
-            _vllm_logger.info("ringload: %s", report.summary())
-            if sharded_state is not None:
-                check_complete(sharded_state, report.loaded, sources)
-            return report.loaded
+    def load_weights(self, model, model_config) -> None:
+        sources = self.sources(model_config)
+        check_sources(sources)
+        device = _device_of(model)
+        started = time.perf_counter()
+        signed = open_model(sources, self.options.stream_kwargs)  # None without a signature
+        own = _own_sharded(sources)
+        into = self.options.reads_into_parameters(device)
+        if own and into:
+            sources = own
+            loaded = self._into_parameters(model, sources, _state_of(model))  # each rank its own files
+        elif into:
+            # What moves over the group is read on the host: gloo's CPU group, on a GPU too.
+            group = _tensor_parallel_group("cpu") if self.options.read_once else None
+            loaded = self._into_parameters(model, sources, group=group)
+        elif own:  # each rank its own files: nothing to share
+            sources = own
+            loaded = self._streamed(model, sources, device, None, _state_of(model))
+        else:
+            group = _tensor_parallel_group(device) if self.options.read_once else None
+            loaded = self._streamed(model, sources, device, group)
+        if signed is not None:  # the weights were verified as they loaded; the configs now
+            checked = signed.verify_files([_ringload_local_path(source) for source in sources])
+            _vllm_logger.info("ringload: signature verified (%s); %d other files hashed", signed.signer,
+                              checked["files"])
+        if self.options.save_sharded_state is not None:
+            # The state after the load: mapped parameters have new storage.
+            path = write_rank(_state_of(model), self.options.save_sharded_state, _tensor_parallel_rank()[0])
+            _vllm_logger.info("ringload: this rank's parameters written to %s", path)
+        # The CPUs this process may use: vLLM's CPU worker binds itself to its OpenMP cores, and
+        # the engine's threads (started here) inherit that.
+        _vllm_logger.info("ringload: weights from %s loaded to %s in %.2f s (on %d CPUs)", ", ".join(sources),
+                          device, time.perf_counter() - started, len(os.sched_getaffinity(0)))
+        if not own:  # the pre-sharded layout was checked as ShardedStateLoader checks it
+            _check_all_loaded(self, model, model_config, loaded, sources)  # (tied keys differ)
 
-        def _streamed(self, model, sources, device, group, sharded_state=None):
-            """(name, tensor) pairs into load_weights as they land (on a GPU: in device memory
-            of their own, which the weight loaders copy from; with tensor parallelism and
-            read_once, each rank reads a share and the group moves the bytes); the pre-sharded
-            layout's into the parameters they name."""
-            stream_kwargs = dict(self.options.stream_kwargs)
-            if group is not None:
-                stream_kwargs["process_group"] = group
-            weights = stream_weights(sources, device, stream_kwargs)
-            if sharded_state is None:
-                return model.load_weights(weights)
-            loaded = state_dict_loader(sharded_state)(weights)
-            check_complete(sharded_state, loaded, sources)
-            return loaded
+    def _into_parameters(self, model, sources, sharded_state=None, group=None):
+        """Each tensor read straight into the parameters load_weights would copy it to (the
+        plan is learned from load_weights itself; with tensor parallelism each rank reads its
+        own rows, and with read_once (a group) the rest is read once by one rank and shared
+        over the group, else each rank reads its own columns too), or, with placement "mapped" (and
+        "auto" on one CPU), parameters that one stretch of a local safetensors file fills
+        whole backed by its pages; what the model's loaders compute with is handed over.
+        sharded_state (the pre-sharded layout): the files hold this rank's parameters by
+        state_dict key, loaded as vLLM's ShardedStateLoader does."""
+        from ._parameter_load import load_into_parameters, maps_files
+        kwargs = self.options.stream_kwargs
+        load = model.load_weights if sharded_state is None else state_dict_loader(sharded_state)
+        report = load_into_parameters(sources, load, kwargs, model=model,
+                                      map_files=maps_files(kwargs.get("placement", "auto")), group=group,
+                                      devices=_device_of(model) != "cpu")
+        _vllm_logger.info("ringload: %s", report.summary())
+        if sharded_state is not None:
+            check_complete(sharded_state, report.loaded, sources)
+        return report.loaded
 
-    return RingloadModelLoader
+    def _streamed(self, model, sources, device, group, sharded_state=None):
+        """(name, tensor) pairs into load_weights as they land (on a GPU: in device memory
+        of their own, which the weight loaders copy from; with tensor parallelism and
+        read_once, each rank reads a share and the group moves the bytes); the pre-sharded
+        layout's into the parameters they name."""
+        stream_kwargs = dict(self.options.stream_kwargs)
+        if group is not None:
+            stream_kwargs["process_group"] = group
+        weights = stream_weights(sources, device, stream_kwargs)
+        if sharded_state is None:
+            return model.load_weights(weights)
+        loaded = state_dict_loader(sharded_state)(weights)
+        check_complete(sharded_state, loaded, sources)
+        return loaded
 
 
 def _tensor_parallel_rank():

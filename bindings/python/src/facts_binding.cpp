@@ -11,6 +11,7 @@
 #include "ringload/dtype.hpp"
 #include "ringload/engine/dtype_convert.hpp"
 #include "ringload/io/source_registry.hpp"
+#include "ringload/model_load.hpp"
 #include "ringload/options.hpp"
 
 #include <nanobind/stl/string.h>
@@ -162,6 +163,15 @@ void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load
     }
 }
 
+// find_weight_files' answer, or ValueError with its sentence (the folder a user named is input).
+std::vector<std::string> weight_files(const std::string& folder) {
+    auto found = find_weight_files(folder);
+    if (!found) {
+        throw nb::value_error(found.error().detail.c_str());
+    }
+    return std::move(*found);
+}
+
 void bind_facts(nb::module_& m) {
     m.def("option_table", &option_rows,
           "The option table (ringload/options.hpp): one dict per option (name, kind, choices, help, default, "
@@ -179,6 +189,10 @@ void bind_facts(nb::module_& m) {
           "The local file `uri` names (file:// taken off), or None when a registered source reads it");
     m.def("dtypes", &dtype_rows,
           "Every dtype the engine reads: name -> (itemsize, converted by a load's dtype=, safetensors' name or None)");
+    m.def("find_weight_files", &weight_files, nb::arg("folder"),
+          "A model folder's weight files, by the rule `ringload load DIR` uses (ringload/model_load.hpp): the first "
+          "layout present (safetensors, tensorizer, .bin, .pt), the shards its index json names; ValueError naming "
+          "what is wrong");
     m.def("device_text", &device_text, nb::arg("device"),
           "A device as the engine spells it: \"cpu\" or \"cuda:N\" (\"cuda\" is cuda:0; an int N is cuda:N)");
 }

@@ -266,7 +266,7 @@ public:
     const std::string& source_name() const;
     Result<LoadedModel> load(const LoadOptions& options = {});
     // Reads only the bytes of the requested slices, all of them in one pass through the ring
-    // (engine/orchestration/slice_load.cpp): LoadedModel::tensors holds one C-order tensor per
+    // (bindings/cpp/src/load/slice_load.cpp): LoadedModel::tensors holds one C-order tensor per
     // request, in request order (a tensor may be asked for more than once), and bytes_read
     // what came from the source. Of `options`, filter, destination, contiguous and
     // compute_sha256 do not apply. Encrypted files and verify_hashes read the covering whole

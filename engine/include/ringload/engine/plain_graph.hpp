@@ -45,7 +45,7 @@ inline constexpr std::uint64_t plain_merge_gap_bytes = 64 << 10;
 Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
                                                       std::string source_name);
 
-// The same with the merge gap chosen by the caller: sliced reads (engine/orchestration/slice_load.cpp)
+// The same with the merge gap chosen by the caller: sliced reads (bindings/cpp/src/load/slice_load.cpp)
 // merge only where the spans are dense, so that a slice reads little beyond what it needs.
 Result<std::unique_ptr<StageGraph>> build_plain_graph(std::vector<PlainSpan> spans, DeviceLink* device,
                                                       std::string source_name, std::uint64_t merge_gap_bytes);

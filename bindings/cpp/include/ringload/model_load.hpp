@@ -1,0 +1,66 @@
+// ringload/model_load.hpp
+//
+// A model, not a file: a folder's weight files found by one rule, read side by side, verified
+// against the model's signature in the same read where there is one, and the folder's other
+// signed files hashed after. What `ringload load DIR` runs; the Python package's
+// find_weight_files (vLLM, SGLang, the converter) asks the same rule.
+//
+//     ModelLoadOptions options;
+//     options.signature = check; // optional: a signed model
+//     RL_TRY(loaded, load_model("/models/llama", options));
+//     for (const FileLoaded& file : loaded.files) { use(file.model.tensors); }
+#pragma once
+
+#include "ringload/error.hpp"
+#include "ringload/model_signing.hpp"
+#include "ringload/ringload.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringload {
+
+// A model folder's weight files: every file of the first layout present, in this order
+// (vLLM's): *.safetensors (the shards model.safetensors.index.json names, where it is there),
+// *.tensors, *.bin (those pytorch_model.bin.index.json names), *.pt; the files a training run
+// leaves beside the weights (training_args.bin, optimizer.pt, ...) left out; sorted. Only the
+// folder itself is looked in. Fails naming the folder when it is not one or holds no weights,
+// and naming the index and the shard when the index names a shard that is not there.
+Result<std::vector<std::string>> find_weight_files(const std::string& folder);
+
+struct ModelLoadOptions {
+    LoadOptions load; // each file's load (its ring's slot_count: 0 shares 32 reads between the files)
+    std::optional<SignatureCheck> signature; // a signed model: each file verified in its read
+    // How a file is opened (keys, network options); empty: Deserializer::open(path).
+    std::function<Result<Deserializer>(const std::string& path)> open;
+    bool keep_tensors = true; // false: each file's tensors are freed once counted (a load to measure)
+};
+
+struct FileLoaded {
+    std::string path;
+    std::size_t tensors = 0;
+    std::uint64_t bytes = 0;
+    double seconds = 0;
+    std::string how;   // LoadedModel::how
+    LoadedModel model; // its tensors (empty without ModelLoadOptions::keep_tensors)
+};
+
+struct ModelLoaded {
+    std::vector<FileLoaded> files; // in find_weight_files' order
+    std::string signer;            // a signed model's signer, else empty
+    ModelSignatureSummary others;  // a signed folder: its other files, hashed after the load
+    double seconds = 0;
+};
+
+// Loads `model`, a folder (its find_weight_files) or one file. Files are read side by side:
+// as many at once as there are cores, twice that for a signed model (the hashing threads run
+// two files' SHA-256 rounds together per core), fewer where memory is short. The first
+// failure cancels the others and is the one reported; a file that fails its parse is hashed
+// first, so that a changed signed file is reported as changed.
+Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options);
+
+} // namespace ringload

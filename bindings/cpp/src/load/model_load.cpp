@@ -1,0 +1,194 @@
+// bindings/cpp/src/load/model_load.cpp
+//
+// load_model (ringload/model_load.hpp): a model's weight files read side by side, each with
+// LoadOptions::signed_file for a signed model, so that its single read is also its
+// verification; then the folder's other signed files (configs, tokenizers) hashed on every core.
+// The model's signature and file list are checked before any byte is read; any failure ends
+// the load before anything is reported as loaded.
+#include "ringload/model_load.hpp"
+
+#include "ringload/engine/worker_pool.hpp"
+#include "ringload/memory_room.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <latch>
+#include <mutex>
+#include <semaphore>
+#include <thread>
+
+namespace ringload {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `opened`: the file's deserializer (or why it did not open); `reads_done` goes to
+// LoadOptions::on_reads_done.
+Result<FileLoaded> load_one(const ModelLoadOptions& load, const std::string& path, Result<Deserializer> opened,
+                            const SignedModel* signed_model, std::function<void()> reads_done) {
+    LoadOptions options = load.load;
+    options.on_reads_done = std::move(reads_done);
+    if (signed_model != nullptr) {
+        RL_TRY(file, signed_model->file(path));
+        options.signed_file = std::move(file);
+    }
+    auto model = opened ? opened->load(options) : Result<LoadedModel>(opened.error());
+    if (!model && signed_model != nullptr && model.error().code != errc::hash_mismatch &&
+        model.error().code != errc::cancelled) {
+        // A changed file may fail its parse (at open, or a record's header) before its hash:
+        // say that it changed.
+        RL_TRY_VOID(signed_model->verify_file(path));
+    }
+    RL_TRY(loaded, std::move(model));
+    FileLoaded file{path, loaded.tensors.size(), loaded.bytes, loaded.seconds, loaded.how, {}};
+    if (load.keep_tensors) {
+        file.model = std::move(loaded);
+    }
+    return file;
+}
+
+// Files read at once: as many as there are cores, and for a signed model twice that: a file's
+// SHA-256 is one sequence of bytes, and the hashing threads (HashStream) take two files' bytes
+// per core to run their rounds together (1.45x one file's rate on SHA-NI); it also lets the
+// last files end together rather than one core finishing a file alone. Fewer where memory is
+// short: each of them, and each load still finishing, holds its file's tensors until it ends.
+std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
+    const std::size_t cores = available_cores(); // the engine's workers' count: taskset and cpusets
+    const std::size_t wanted = signed_model ? 2 * cores : cores;
+    std::uint64_t largest = 0;
+    for (const std::string& path : files) {
+        std::error_code error;
+        const std::uintmax_t size = fs::file_size(path, error);
+        largest = std::max<std::uint64_t>(largest, error ? 0 : size);
+    }
+    const std::optional<MemoryRoom> room = memory_room();
+    if (!room || largest == 0) {
+        return wanted;
+    }
+    return std::clamp<std::uint64_t>(room->bytes / (2 * largest), 1, wanted);
+}
+
+// Each file's load options when `lanes` files read at once.
+ModelLoadOptions options_side_by_side(const ModelLoadOptions& load, std::size_t lanes, const CancelToken& stop) {
+    ModelLoadOptions each = load;
+    if (each.load.slot_count == 0 && lanes > 1) {
+        // The files reading at once share one ring's reads in flight (32, as many as fio needs
+        // to keep this VM's disk busy): more only queue each file's next bytes behind the
+        // others', and its hash, which wants them in order, waits (4 files of 32 reads each:
+        // the first hashes started 60 ms late, the last file's 200 ms late).
+        constexpr std::uint32_t reads_in_flight = 32;
+        each.load.slot_count = std::max<std::uint32_t>(4, reads_in_flight / static_cast<std::uint32_t>(lanes));
+    }
+    each.load.cancel = &stop;
+    each.load.progress = nullptr; // one bar cannot show loads side by side
+    if (!each.open) {
+        each.open = [](const std::string& path) { return Deserializer::open(path); };
+    }
+    return each;
+}
+
+// The first failure that was not a cancellation (a load stopped because another failed), else
+// the files in order.
+Result<std::vector<FileLoaded>> gathered(std::vector<std::optional<Result<FileLoaded>>>& results) {
+    std::vector<FileLoaded> loaded;
+    std::optional<Error> cancelled;
+    for (auto& result : results) {
+        if (result && !*result && result->error().code != errc::cancelled) {
+            return std::move(*result).error();
+        }
+        if (result && !*result) {
+            cancelled = result->error();
+        } else if (result) {
+            loaded.push_back(std::move(**result));
+        }
+    }
+    if (cancelled) {
+        return *cancelled;
+    }
+    return loaded;
+}
+
+// The files, files_read_at_once of them reading at once. The next file starts when a file's
+// reads end, not its load, so the disk does not wait for a file's last hashes (up to twice as
+// many loads at once, half of them finishing). The first failure cancels the others.
+Result<std::vector<FileLoaded>> load_files(const ModelLoadOptions& load, const std::vector<std::string>& files,
+                                           const SignedModel* signed_model) {
+    const std::size_t lanes = files_read_at_once(files, signed_model != nullptr);
+    std::counting_semaphore<> reading(static_cast<std::ptrdiff_t>(lanes));
+    std::vector<std::optional<Result<FileLoaded>>> results(files.size());
+    std::atomic<std::size_t> next{0};
+    CancelToken stop;
+    const ModelLoadOptions each = options_side_by_side(load, lanes, stop);
+    // The first files to read are all opened before any of them reads: a header read queued
+    // behind another file's first 32 reads started its file up to 60 ms late, to end alone.
+    const std::size_t first_wave = std::min(files.size(), lanes);
+    std::latch first_wave_opened(static_cast<std::ptrdiff_t>(first_wave));
+    auto work = [&] {
+        for (std::size_t k = next++; k < files.size() && !stop.cancelled(); k = next++) {
+            // Opened before its turn to read: its header read would otherwise wait behind the
+            // reads of the files loading now (70 ms behind 256 MiB of them).
+            Result<Deserializer> opened = each.open(files[k]);
+            if (k < first_wave) {
+                first_wave_opened.arrive_and_wait();
+            }
+            reading.acquire();
+            std::once_flag once; // the file stops reading when its reads end, or its load does
+            const auto reads_over = [&] { std::call_once(once, [&] { reading.release(); }); };
+            results[k] = load_one(each, files[k], std::move(opened), signed_model, reads_over);
+            reads_over();
+            if (!*results[k]) {
+                stop.cancel();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < std::min(files.size(), 2 * lanes); ++t) {
+        threads.emplace_back(work);
+    }
+    work();
+    for (std::thread& thread : threads) {
+        thread.join();
+    }
+    return gathered(results);
+}
+
+// The model's weight files (a signed model's: each must be in its statement, which load_one's
+// SignedModel::file checks before the file is read).
+Result<std::vector<std::string>> files_of(const std::string& model, bool folder) {
+    if (!folder) {
+        return std::vector<std::string>{model};
+    }
+    return find_weight_files(model);
+}
+
+} // namespace
+
+Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    std::error_code error;
+    const bool folder = fs::is_directory(model, error);
+    std::shared_ptr<const SignedModel> signed_model;
+    if (options.signature) {
+        SignatureCheck check = *options.signature;
+        check.threads = check.threads != 0 ? check.threads : options.load.worker_threads;
+        RL_TRY(opened, folder ? SignedModel::open(model, check, true) : SignedModel::open_for_file(model, "", check));
+        signed_model = std::move(opened);
+    }
+    RL_TRY(files, files_of(model, folder));
+    RL_TRY(each, load_files(options, files, signed_model.get()));
+    ModelLoaded loaded;
+    loaded.files = std::move(each);
+    if (signed_model && folder) {
+        RL_TRY(others, signed_model->verify_files(files, options.load.worker_threads));
+        loaded.others = others;
+    }
+    if (signed_model) {
+        loaded.signer = signed_model->signer();
+    }
+    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return loaded;
+}
+
+} // namespace ringload

@@ -1,0 +1,130 @@
+// tests/bindings/model_load_test.cpp
+//
+// find_weight_files and load_model (ringload/model_load.hpp): the layouts of a model folder in
+// vLLM's order, shards by their index, what fails and how it is named; a folder of tensorizer
+// fixtures loaded side by side against each file's own Deserializer load.
+#include "ringload/model_load.hpp"
+
+#include "../support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <span>
+
+namespace ringload {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+void touch(const fs::path& folder, std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+        std::ofstream(folder / name).put('x');
+    }
+}
+
+std::vector<std::string> paths(const fs::path& folder, std::initializer_list<const char*> names) {
+    std::vector<std::string> out;
+    for (const char* name : names) {
+        out.push_back((folder / name).string());
+    }
+    return out;
+}
+
+TEST(FindWeightFiles, TakesTheFirstLayoutInVllmsOrder) {
+    TempDir dir;
+    touch(dir.path(), {"pytorch_model.bin", "training_args.bin", "model.tensors"});
+    EXPECT_EQ(*find_weight_files(dir.path().string()), paths(dir.path(), {"model.tensors"}));
+    touch(dir.path(), {"model-00002-of-00002.safetensors", "model-00001-of-00002.safetensors"});
+    EXPECT_EQ(*find_weight_files(dir.path().string()),
+              paths(dir.path(), {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
+}
+
+TEST(FindWeightFiles, LeavesTrainingFilesAndSubfoldersOut) {
+    TempDir dir;
+    touch(dir.path(), {"pytorch_model.bin", "training_args.bin", "optimizer.pt", "scheduler.pt"});
+    fs::create_directories(dir.path() / "unet");
+    touch(dir.path() / "unet", {"model.safetensors"});
+    EXPECT_EQ(*find_weight_files(dir.path().string()), paths(dir.path(), {"pytorch_model.bin"}));
+}
+
+TEST(FindWeightFiles, TheIndexNamesTheShardsAndAMissingOneIsNamed) {
+    TempDir dir;
+    touch(dir.path(), {"model-1.safetensors", "consolidated.safetensors"});
+    std::ofstream(dir.path() / "model.safetensors.index.json") << R"({"weight_map": {"a": "model-1.safetensors"}})";
+    EXPECT_EQ(*find_weight_files(dir.path().string()), paths(dir.path(), {"model-1.safetensors"}));
+    std::ofstream(dir.path() / "model.safetensors.index.json") << R"({"weight_map": {"b": "model-2.safetensors"}})";
+    auto missing = find_weight_files(dir.path().string());
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code, errc::not_found);
+    EXPECT_NE(
+        missing.error().detail.find("names shards that are missing: " + (dir.path() / "model-2.safetensors").string()),
+        std::string::npos)
+        << missing.error().detail;
+    std::ofstream(dir.path() / "model.safetensors.index.json") << "{not json";
+    auto broken = find_weight_files(dir.path().string());
+    ASSERT_FALSE(broken);
+    EXPECT_NE(broken.error().detail.find("cannot read the shard index"), std::string::npos) << broken.error().detail;
+}
+
+TEST(FindWeightFiles, NamesAFolderWithoutWeightsAndAPathThatIsNotOne) {
+    TempDir dir;
+    touch(dir.path(), {"config.json"});
+    auto none = find_weight_files(dir.path().string());
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().detail,
+              "no weights in " + dir.path().string() + " (looked for *.safetensors, *.tensors, *.bin, *.pt)");
+    auto not_folder = find_weight_files((dir.path() / "config.json").string());
+    ASSERT_FALSE(not_folder);
+    EXPECT_NE(not_folder.error().detail.find("is not a local folder"), std::string::npos);
+}
+
+TEST(LoadModel, LoadsEachWeightFileAsItsOwnLoadWould) {
+    TempDir dir;
+    const std::vector<std::string> fixtures{"basic_v1.tensors", "large_mixed_v2.tensors", "module_v1.tensors"};
+    for (std::size_t k = 0; k < fixtures.size(); ++k) {
+        fs::copy_file(testing::tensorizer_dir() / fixtures[k],
+                      dir.path() / ("shard-" + std::to_string(k) + ".tensors"));
+    }
+    ModelLoadOptions options;
+    auto loaded = load_model(dir.path().string(), options);
+    ASSERT_TRUE(loaded) << loaded.error().message();
+    ASSERT_EQ(loaded->files.size(), fixtures.size());
+    for (std::size_t k = 0; k < fixtures.size(); ++k) {
+        const FileLoaded& file = loaded->files[k];
+        EXPECT_EQ(file.path, (dir.path() / ("shard-" + std::to_string(k) + ".tensors")).string());
+        auto alone = Deserializer::open((testing::tensorizer_dir() / fixtures[k]).string());
+        ASSERT_TRUE(alone);
+        auto expected = alone->load();
+        ASSERT_TRUE(expected);
+        ASSERT_EQ(file.model.tensors.size(), expected->tensors.size());
+        EXPECT_EQ(file.tensors, expected->tensors.size());
+        EXPECT_EQ(file.bytes, expected->bytes);
+        for (std::size_t t = 0; t < expected->tensors.size(); ++t) {
+            const auto got = file.model.tensors[t].bytes;
+            const auto want = expected->tensors[t].bytes;
+            EXPECT_EQ(file.model.tensors[t].info.name, expected->tensors[t].info.name);
+            ASSERT_EQ(got.size(), want.size());
+            EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << file.model.tensors[t].info.name;
+        }
+    }
+    options.keep_tensors = false;
+    auto counted = load_model(dir.path().string(), options);
+    ASSERT_TRUE(counted);
+    EXPECT_TRUE(counted->files[0].model.tensors.empty());
+    EXPECT_EQ(counted->files[0].tensors, loaded->files[0].tensors);
+}
+
+TEST(LoadModel, TheFirstFailureIsReportedNamingItsFile) {
+    TempDir dir;
+    fs::copy_file(testing::tensorizer_dir() / "basic_v1.tensors", dir.path() / "a.tensors");
+    std::ofstream(dir.path() / "b.tensors") << "not a tensorizer file at all";
+    auto loaded = load_model(dir.path().string(), {});
+    ASSERT_FALSE(loaded);
+    EXPECT_NE(loaded.error().message().find("b.tensors"), std::string::npos) << loaded.error().message();
+}
+
+} // namespace
+} // namespace ringload

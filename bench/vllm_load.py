@@ -102,6 +102,12 @@ PACKAGES = {
 # Loaders asked for but not run, and why (filled in by main, printed in the table).
 NOT_RUN = {}
 
+def _page_cache_source() -> str:
+    """bench/page_cache.py's text: the plugin runs in vLLM's processes, which cannot import it."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "page_cache.py")) as file:
+        return file.read() + "\n"
+
+
 # The timing plugin, loaded by vLLM in each of its processes: in the worker it times the
 # loader's load_weights, after dropping the page cache, and appends the seconds to a file. With
 # RINGLOAD_BENCH_TENSORIZE set it times nothing and writes the tensorizer file there instead.
@@ -120,17 +126,13 @@ def tensorize(model, model_config, path):
     # The marker (a meta parameter) is for the file only; this start goes on to serve the model.
     del model.vllm_tensorized_marker
 
-def prepare_page_cache():
-    """Cold: every file's pages dropped. Hot: the weights read once, so they are all cached."""
-    os.sync()
-    if os.environ.get("RINGLOAD_BENCH_CACHE") == "hot":
-        for path in os.environ["RINGLOAD_BENCH_FILES"].split(os.pathsep):
-            with open(path, "rb") as f:
-                while f.read(16 << 20):
-                    pass
-        return
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+def prepare_weights_cache():
+    """Cold: every file's pages dropped. Hot: the weights read once, so they are all cached
+    (prepare_page_cache: bench/page_cache.py's, put ahead of this text)."""
+    cache = os.environ.get("RINGLOAD_BENCH_CACHE", "cold")
+    for path in os.environ["RINGLOAD_BENCH_FILES"].split(os.pathsep) if cache == "hot" else [""]:
+        prepare_page_cache(path, cache)
+
 
 def peak_rss():
     """The process's peak resident memory so far (VmHWM), bytes: with the engine core and the
@@ -163,7 +165,7 @@ def register():
             return result
 
         timings = {}
-        prepare_page_cache()
+        prepare_weights_cache()
         self.load_weights = types.MethodType(timed, self)
         start = time.perf_counter()
         try:
@@ -272,7 +274,7 @@ def plugin_path(args):
     info = os.path.join(folder, "ringload_bench_timer-0.dist-info")
     os.makedirs(info, exist_ok=True)
     with open(os.path.join(folder, "ringload_bench_timer.py"), "w") as f:
-        f.write(TIMER)
+        f.write(_page_cache_source() + TIMER)
     with open(os.path.join(info, "METADATA"), "w") as f:
         f.write("Metadata-Version: 2.1\nName: ringload-bench-timer\nVersion: 0\n")
     with open(os.path.join(info, "entry_points.txt"), "w") as f:

@@ -146,7 +146,7 @@ int run_load(const LoadArgs& args) {
         };
     }
     std::error_code not_folder;
-    if (!args.signature.signature.empty() || std::filesystem::is_directory(args.uri, not_folder)) {
+    if (args.signature.given() || std::filesystem::is_directory(args.uri, not_folder)) {
         options.on_tensor = nullptr;
         ModelLoad model{args.uri, options, args.signature, args.json,
                         [&args](const std::string& file) { return open_input(file, args.keys, args.network); }};

@@ -53,8 +53,8 @@ int run_verify(const SignatureArgs& args) {
 int run_sign(const SignatureArgs& args) {
     SignatureWrite write;
     write.private_key_file = args.sign_key;
-    write.signature_file = args.flags.signature;
-    write.ignore_paths = args.flags.ignore_paths;
+    write.signature_file = args.flags.named.signature_file;
+    write.ignore_paths = args.flags.named.ignore_paths;
     write.ignore_git_paths = !args.flags.no_git_ignores;
     write.threads = args.threads;
     auto signed_model = sign_model(args.model, write);

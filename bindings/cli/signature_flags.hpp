@@ -14,25 +14,14 @@
 
 namespace ringload::cli {
 
+// The flags fill a SignatureCheck's own fields (CLI11 writes straight into them).
 struct SignatureFlags {
-    std::string signature;
-    std::string public_key;
-    std::vector<std::string> certificate_chain;
-    std::string trust_root;
-    std::string identity;
-    std::string identity_issuer;
-    std::vector<std::string> ignore_paths;
-    bool no_git_ignores = false;
+    SignatureCheck named;        // signature_file, whom to trust, ignore_paths
+    bool no_git_ignores = false; // --no-ignore-git-paths: SignatureCheck::ignore_git_paths false
 
+    bool given() const noexcept { return !named.signature_file.empty(); }
     SignatureCheck check(std::size_t threads) const {
-        SignatureCheck made;
-        made.signature_file = signature;
-        made.public_key_file = public_key;
-        made.certificate_chain_files = certificate_chain;
-        made.trust_root_file = trust_root;
-        made.identity = identity;
-        made.identity_issuer = identity_issuer;
-        made.ignore_paths = ignore_paths;
+        SignatureCheck made = named;
         made.ignore_git_paths = !no_git_ignores;
         made.threads = threads;
         return made;

@@ -32,7 +32,7 @@ import torch
 
 import ringload
 from ringload import _ringload
-from ringload._deserializer import _Entry
+from ringload._file_reads import Entry
 from ringload._slices import load_slices
 from ringload._tensors import ITEMSIZE
 
@@ -91,7 +91,7 @@ def cut(tensor, ranges):
 
 
 def entries_of(engine):
-    return {e.name: e for e in (_Entry(row) for row in engine.tensors())}
+    return {e.name: e for e in (Entry(row) for row in engine.tensors())}
 
 
 def check_all(engine, expected, rng, verify=False, dtype=None):

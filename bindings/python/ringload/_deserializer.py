@@ -17,8 +17,6 @@ engine reads until close(). Where the object tells its size, no read asks for mo
 from __future__ import annotations
 
 import collections.abc
-import os
-import re
 import types
 from typing import Any, Callable, Iterator, Optional
 
@@ -27,7 +25,9 @@ from ._crypto import DecryptionParams, secret_kwargs
 from ._progress import progress_callback
 from ._slices import drop_dims, load_slices, normalize_index
 from ._opening import open_engine
-from ._tensors import CONVERTIBLE, loaded_dtype, to_numpy, to_torch, torch_dtype
+from ._file_objects import source_of
+from ._file_reads import Entry, FileReads
+from ._tensors import CONVERTIBLE, dtype_name, to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
@@ -47,170 +47,6 @@ def _device_text(device) -> str:
     return "cuda:0" if text == "cuda" else text
 
 
-def _dtype_name(dtype) -> Optional[str]:
-    if dtype is None:
-        return None
-    return str(dtype).replace("torch.", "")
-
-
-def _uri_of(file_obj) -> str:
-    """The path or URL of `file_obj`: a str, bytes or os.PathLike, a file descriptor, or an open
-    file (read by its path)."""
-    if isinstance(file_obj, (str, bytes, os.PathLike)):
-        return os.fsdecode(file_obj)
-    if isinstance(file_obj, int):
-        return f"/proc/self/fd/{file_obj}"
-    name = getattr(file_obj, "name", None)
-    if isinstance(name, str) and os.path.isfile(name):
-        return name  # an open file: ringload reads it by its path
-    raise TypeError("ringload reads paths and URLs (str, bytes or os.PathLike), file descriptors and open "
-                    f"files, not {type(file_obj).__name__}")
-
-
-_SPOOL_CHUNK_BYTES = 8 << 20
-_CONTENT_RANGE = re.compile(r"bytes\s+\d+-(\d+)/(\d+|\*)")
-
-
-def _end_by_seeking(file_obj, position: int) -> Optional[int]:
-    """seek(0, SEEK_END)'s answer, the position put back. Only an int counts: CURLStreamFile's
-    seek returns None, and at its own position it ignores SEEK_END and stays where it is."""
-    try:
-        if not file_obj.seekable():
-            return None
-        end = file_obj.seek(0, os.SEEK_END)
-    except (AttributeError, OSError, ValueError):  # CURLStreamFile: "Unsupported `whence`"
-        return None
-    file_obj.seek(position)
-    return end if isinstance(end, int) else None
-
-
-def _end_by_size(file_obj, position: int) -> Optional[int]:
-    """A `size` attribute, the whole file's (fsspec's files have one)."""
-    size = getattr(file_obj, "size", None)
-    return size if isinstance(size, int) and not isinstance(size, bool) else None
-
-
-def _end_by_headers(file_obj, position: int) -> Optional[int]:
-    """Where the body of the HTTP response a stream reads ends in the file: tensorizer's
-    CURLStreamFile keeps its response's headers; a ranged response ("bytes 100-199/1000") ends
-    after its last byte, a whole one after Content-Length bytes."""
-    headers = getattr(file_obj, "response_headers", None)
-    if not callable(getattr(headers, "get", None)):
-        return None
-    content_range = headers.get("Content-Range")
-    if content_range:
-        match = _CONTENT_RANGE.fullmatch(content_range.strip())
-        return int(match[1]) + 1 if match else None
-    length = str(headers.get("Content-Length", "")).strip()
-    return int(length) if length.isdigit() else None
-
-
-def _remaining_bytes(file_obj) -> Optional[int]:
-    """How many bytes `file_obj` holds from its position, where it tells; None where not."""
-    try:
-        position = file_obj.tell()
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a pipe
-        return None
-    if not isinstance(position, int):
-        return None
-    for end_of in (_end_by_seeking, _end_by_size, _end_by_headers):
-        end = end_of(file_obj, position)
-        if end is not None:
-            return max(end - position, 0)
-    return None
-
-
-def _read_into(file_obj, view: memoryview) -> int:
-    """Up to len(view) bytes into `view`, by readinto where there is one: RedisStreamFile's
-    read() pads a short read with zeros to the size asked, its readinto() counts what came."""
-    readinto = getattr(file_obj, "readinto", None)
-    if readinto is not None:
-        return readinto(view) or 0
-    data = file_obj.read(len(view))
-    view[:len(data)] = data
-    return len(data)
-
-
-def _copy_to_end(file_obj, spool) -> None:
-    """`file_obj` from its position to its end into `spool`. Where its size is known no read asks
-    for more than remains: tensorizer's CURLStreamFile raises on one ("Requested 8388608 !=
-    726820") and drops its connection. Where not, chunks until one comes back empty; a stream
-    that ends before its size stops the copy too, and the engine names the short file."""
-    remaining = _remaining_bytes(file_obj)
-    chunk_bytes = _SPOOL_CHUNK_BYTES if remaining is None else min(_SPOOL_CHUNK_BYTES, remaining)
-    buffer = memoryview(bytearray(chunk_bytes))
-    while remaining is None or remaining > 0:
-        wanted = buffer if remaining is None else buffer[:min(chunk_bytes, remaining)]
-        count = _read_into(file_obj, wanted)
-        if not count:
-            return
-        spool.write(wanted[:count])
-        if remaining is not None:
-            remaining -= count
-
-
-class _Spooled:
-    """The bytes of a file object without a path, from its position, in an anonymous in-memory
-    file that the engine reads by its /proc path; closed by close()."""
-
-    def __init__(self, file_obj):
-        self._fd = os.memfd_create("ringload-file-object", os.MFD_CLOEXEC)
-        try:
-            with open(self._fd, "wb", closefd=False) as spool:
-                _copy_to_end(file_obj, spool)
-        except BaseException:
-            os.close(self._fd)
-            raise
-        self.path = f"/proc/self/fd/{self._fd}"
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-def _source_of(file_obj):
-    """(path or URL, _Spooled or None) for whatever a TensorDeserializer is given."""
-    try:
-        return _uri_of(file_obj), None
-    except TypeError:
-        if not callable(getattr(file_obj, "read", None)):
-            raise
-    spooled = _Spooled(file_obj)
-    return spooled.path, spooled
-
-
-class _Entry:
-    """One tensor of the index."""
-
-    __slots__ = ("index", "name", "path", "dtype", "shape", "is_meta", "module_index", "tensor_type",
-                 "byte_length", "data_length", "data_offset")
-
-    def __init__(self, row: dict):
-        self.index = row["index"]
-        self.path = tuple(row["path"])
-        raw_name = row["name"]
-        self.name = _name_of(raw_name, self.path)
-        self.dtype, self.shape = row["dtype"], tuple(row["shape"])
-        self.is_meta, self.byte_length, self.data_length = row["is_meta"], row["byte_length"], row["data_length"]
-        self.module_index, self.tensor_type = row["module_index"], row["tensor_type"]
-        self.data_offset = row["data_offset"]  # where its bytes start in the source
-
-    @classmethod
-    def _from_tuple(cls, row: tuple) -> "_Entry":
-        """From the engine's tensor_rows() (no dict per tensor: a million-tensor index)."""
-        entry = cls.__new__(cls)
-        (entry.index, raw_name, entry.path, entry.dtype, entry.shape, entry.byte_length, entry.data_length,
-         entry.is_meta, entry.module_index, entry.tensor_type, entry.data_offset) = row
-        entry.name = _name_of(raw_name, entry.path)
-        return entry
-
-
-def _name_of(raw_name: bytes, path: tuple) -> str:
-    """Flat names are str keys; structured ones (and list indexes) are shown as dotted paths."""
-    if len(path) == 1 and isinstance(path[0], str):
-        return raw_name.decode("utf-8", "surrogateescape")
-    return ".".join(str(c) for c in path)
 
 
 class TensorDeserializer(collections.abc.Mapping):
@@ -259,37 +95,41 @@ class TensorDeserializer(collections.abc.Mapping):
                  read_mode: str = "auto",
                  placement: str = "auto", process_group=None, **network):
         del plaid_mode, num_readers  # tensorizer's knobs; the engine needs neither
-        self._device = _device_text(device if device is not None else _default_device())
-        self._dtype = _dtype_name(dtype)
-        if self._dtype is not None and self._dtype not in CONVERTIBLE:
-            raise ValueError(f"dtype must be one of {', '.join(CONVERTIBLE)}, not {self._dtype}")
+        device = _device_text(device if device is not None else _default_device())
+        dtype = dtype_name(dtype)
+        if dtype is not None and dtype not in CONVERTIBLE:
+            raise ValueError(f"dtype must be one of {', '.join(CONVERTIBLE)}, not {dtype}")
         self._verify_hash = bool(verify_hash)
-        self._slot_size = slot_size
-        self._slot_count = (ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0
-        self._threads = threads
         self._secret = secret_kwargs(encryption)  # to_redis re-encrypts with it
-        uri, self._spooled = _source_of(file_obj)
-        self._progress = progress if progress is not None else progress_callback(progress_bar, uri)
-        self._group = process_group
-        self._signed = network.get("signature") is not None
+        uri, self._spooled = source_of(file_obj)
         try:
-            self._engine = open_engine(uri, read_mode=read_mode, placement=placement, **self._secret, **network)
+            engine = open_engine(uri, read_mode=read_mode, placement=placement, **self._secret, **network)
         except BaseException:
             self._close_spooled()
             raise
-        entries = [_Entry._from_tuple(row) for row in self._engine.tensor_rows()]
-        self._entries = [e for e in entries if filter_func is None or filter_func(e.name)]
-        self._by_path = {e.path: e for e in self._entries}
+        entries = [Entry.from_tuple(row) for row in engine.tensor_rows()]
+        self.reads = FileReads(  # how every read of the file is made (ringload/_file_reads.py)
+            engine=engine, device=device, dtype=dtype,
+            entries=[e for e in entries if filter_func is None or filter_func(e.name)], slot_size=slot_size,
+            slot_count=(ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0, threads=threads,
+            progress=progress if progress is not None else progress_callback(progress_bar, uri),
+            signed=network.get("signature") is not None, group=process_group)
+        self._by_path = {e.path: e for e in self.reads.entries}
         self._structure = self._build_structure()
         self._cache: dict[int, Any] = {}
         self._bytes_read = 0
         if not lazy_load:
-            self._load(self._entries, self._verify_hash)
+            self._load(self.reads.entries, self._verify_hash)
+
+    @property
+    def _device(self) -> str:
+        """tensorizer's TensorDeserializer._device (its own tests read it)."""
+        return self.reads.device
 
     # --- Mapping -------------------------------------------------------------------------
     def __getitem__(self, key):
         branch = self._structure[key]
-        if isinstance(branch, _Entry):
+        if isinstance(branch, Entry):
             return self._tensor(branch)
         return self._proxy(branch)
 
@@ -311,7 +151,7 @@ class TensorDeserializer(collections.abc.Mapping):
         rest of the load."""
         wanted = self._wanted(filter_func, num_tensors)
         missing = [e for e in wanted if e.index not in self._cache]
-        if self._device == "meta":
+        if self.reads.device == "meta":
             self._load(missing, False)
             missing = []
         for entry in wanted:
@@ -327,13 +167,13 @@ class TensorDeserializer(collections.abc.Mapping):
         """Yields (module_idx, tensor_type, name, array, is_opaque, torch_dtype) in file order,
         loaded to host memory; works without torch. A dtype numpy lacks (bfloat16, ...) is
         "opaque": its bytes as void items, allowed only with allow_raw_data=True."""
-        if self._device != "cpu":
+        if self.reads.device != "cpu":
             raise RuntimeError("read_numpy_arrays is only valid when deserializing to the CPU")
         wanted = self._wanted(filter_func, num_tensors)
-        loaded = self._engine_load(wanted, "cpu", self._verify(verify_hash))
+        loaded = self.reads.load(wanted, "cpu", self._verify(verify_hash))
         for k, entry in enumerate(wanted):
             entry.module_index = loaded.module_index(k)
-            dtype = self._loaded_dtype(entry)
+            dtype = self.reads.loaded_dtype(entry)
             array, opaque = to_numpy(loaded, k, dtype, entry.shape)
             if opaque and not allow_raw_data:
                 raise ValueError(f"tensor {entry.name} has dtype {dtype}, which numpy cannot represent; "
@@ -346,7 +186,7 @@ class TensorDeserializer(collections.abc.Mapping):
         tensor[index] takes (ints, slices with step 1, an Ellipsis). Only the bytes of the slices
         are read (verify_hash and encrypted files read the whole tensors: their hashes and boxes
         cover them); total_bytes_read grows by what came from the source."""
-        by_name = {e.name: e for e in self._entries}
+        by_name = {e.name: e for e in self.reads.entries}
         requests, cuts = [], []
         for name, key in slices.items():
             entry = by_name.get(name)
@@ -355,18 +195,18 @@ class TensorDeserializer(collections.abc.Mapping):
             ranges, dropped = normalize_index(key, entry.shape)
             requests.append((entry, ranges))
             cuts.append((ranges, dropped))
-        tensors, bytes_read = load_slices(self._engine, None, requests, self._device, self._verify(verify_hash),
-                                          self._dtype)
+        tensors, bytes_read = load_slices(self.reads.engine, None, requests, self.reads.device, self._verify(verify_hash),
+                                          self.reads.dtype)
         self._bytes_read += bytes_read
         return {name: drop_dims(tensor, *cut) for name, tensor, cut in zip(slices, tensors, cuts)}
 
     def stream(self) -> Iterator[tuple]:
         """Yields (name, tensor) for every wanted tensor as it lands (ringload.stream_tensors'
         order), without keeping it: the caller holds what it keeps."""
-        if self._device == "meta":
+        if self.reads.device == "meta":
             yield from self.flat_tensors().items()
             return
-        for entry, tensor in self._stream_entries(self._entries, self._verify_hash):
+        for entry, tensor in self._stream_entries(self.reads.entries, self._verify_hash):
             yield entry.name, tensor
 
     def tree(self, prefix=None, *, default: Any = None, filter_func: Optional[FilterFunc] = None):
@@ -421,7 +261,7 @@ class TensorDeserializer(collections.abc.Mapping):
             by_device.setdefault(_device_text(current.device), []).append((entry, current))
         for device, pairs in by_device.items():
             with torch.no_grad():
-                self._engine_load([e for e, _ in pairs], device, verify, [t.data_ptr() for _, t in pairs])
+                self.reads.load([e for e, _ in pairs], device, verify, [t.data_ptr() for _, t in pairs])
         if fresh:
             self._load([e for e, _, _ in fresh if e.index not in self._cache], verify)
             for entry, module, attr in fresh:
@@ -434,13 +274,13 @@ class TensorDeserializer(collections.abc.Mapping):
 
     def flat_tensors(self) -> dict:
         """Every (filtered) tensor by its flat name (nested paths joined with '.'), loaded."""
-        self._load([e for e in self._entries if e.index not in self._cache], self._verify_hash)
-        return {e.name: self._tensor(e) for e in self._entries}
+        self._load([e for e in self.reads.entries if e.index not in self._cache], self._verify_hash)
+        return {e.name: self._tensor(e) for e in self.reads.entries}
 
     @property
     def total_tensor_bytes(self) -> int:
         """Bytes of tensor data stored in the file for the tensors in the mapping (meta: none)."""
-        return sum(e.data_length for e in self._entries)
+        return sum(e.data_length for e in self.reads.entries)
 
     @property
     def total_bytes_read(self) -> int:
@@ -454,9 +294,9 @@ class TensorDeserializer(collections.abc.Mapping):
         import torch
         theirs = dict(m.state_dict())
         theirs.update(m.named_buffers())
-        self._load([e for e in self._entries if e.index not in self._cache and e.name in theirs], True)
+        self._load([e for e in self.reads.entries if e.index not in self._cache and e.name in theirs], True)
         results = []
-        for entry in self._entries:
+        for entry in self.reads.entries:
             tensor = theirs.get(entry.name)
             results.append((entry.name, tensor is not None and _same_tensor(self._cache[entry.index], tensor)))
         return all(passed for _, passed in results), results
@@ -470,24 +310,24 @@ class TensorDeserializer(collections.abc.Mapping):
         target = _redis_uri(redis_client, key_prefix)
         if not force and redis_client.exists(f"{key_prefix}:header:0"):
             return
-        self._engine.convert_to(target, "tensorizer", self._verify_hash, **self._secret)
+        self.reads.engine.convert_to(target, "tensorizer", self._verify_hash, **self._secret)
 
     @property
     def _file_header(self) -> types.SimpleNamespace:
         """tensorizer's private _file_header, for code that reads it: version_number (the
         tensorizer data version; 0 for other formats), tensor_count, tensor_size."""
-        return types.SimpleNamespace(version_number=self._engine.data_version, tensor_count=len(self._entries),
+        return types.SimpleNamespace(version_number=self.reads.engine.data_version, tensor_count=len(self.reads.entries),
                                      tensor_size=self.total_tensor_bytes)
 
     @property
     def _file_flags(self) -> frozenset:
         """tensorizer's private _file_flags, for code that reads it: the values of tensorizer's
         _FileFeatureFlags the file has (`_FileFeatureFlags.encrypted in d._file_flags`)."""
-        return frozenset({_FEATURE_ENCRYPTED} if self._engine.encrypted else ())
+        return frozenset({_FEATURE_ENCRYPTED} if self.reads.engine.encrypted else ())
 
     def close(self) -> None:
         """Lets the file go; tensors already handed out stay valid."""
-        self._engine.close()
+        self.reads.engine.close()
         self._close_spooled()
 
     def _close_spooled(self) -> None:
@@ -504,26 +344,18 @@ class TensorDeserializer(collections.abc.Mapping):
     def _verify(self, verify_hash: Optional[bool]) -> bool:
         return self._verify_hash if verify_hash is None else bool(verify_hash)
 
-    def _engine_load(self, entries, device: str, verify: bool, destinations=None):
-        """One engine load of `entries` with this deserializer's dtype, ring and progress. Strided
-        torch zip views come as views; to_torch makes their contiguous copies (with torch, so on a
-        GPU too, where the engine makes none)."""
-        return self._engine.load([e.index for e in entries], device=device, dtype=self._dtype, verify=verify,
-                                 destinations=destinations, slot_size=self._slot_size, slot_count=self._slot_count,
-                                 threads=self._threads, progress=self._progress, contiguous=False)
-
     def _stream_entries(self, entries, verify: bool) -> Iterator[tuple]:
         """(entry, tensor) for each of `entries`, as the engine hands it over."""
         if not entries:
             return
-        if self._group is not None:  # read once per group: each round's tensors as it lands
+        if self.reads.group is not None:  # read once per group: each round's tensors as it lands
             from ._distributed import DistributedLoad
-            for k, tensor in DistributedLoad(self, self._group).stream(entries, verify):
+            for k, tensor in DistributedLoad(self.reads).stream(entries, verify):
                 yield entries[k], tensor
             return
-        native = self._engine.stream([e.index for e in entries], device=self._device, dtype=self._dtype,
-                                     verify=verify, slot_size=self._slot_size, slot_count=self._slot_count,
-                                     threads=self._threads, contiguous=False)
+        native = self.reads.engine.stream([e.index for e in entries], device=self.reads.device, dtype=self.reads.dtype,
+                                     verify=verify, slot_size=self.reads.slot_size, slot_count=self.reads.slot_count,
+                                     threads=self.reads.threads, contiguous=False)
         try:
             while True:
                 handed = native.next()
@@ -532,53 +364,50 @@ class TensorDeserializer(collections.abc.Mapping):
                 k, item = handed
                 entry = entries[k]
                 entry.module_index = item.module_index(0)
-                yield entry, to_torch(item, 0, self._loaded_dtype(entry), entry.shape)
+                yield entry, to_torch(item, 0, self.reads.loaded_dtype(entry), entry.shape)
         finally:
             native.close()  # cancels a load still running and joins its thread
 
     def _wanted(self, filter_func, num_tensors):
-        wanted = [e for e in self._entries if filter_func is None or filter_func(e.name)]
+        wanted = [e for e in self.reads.entries if filter_func is None or filter_func(e.name)]
         return wanted if num_tensors < 0 else wanted[:num_tensors]
 
-    def _loaded_dtype(self, entry: _Entry) -> str:
-        return loaded_dtype(entry.dtype, self._dtype)
-
-    def _fits(self, entry: _Entry, tensor) -> bool:
-        return (tuple(tensor.shape) == entry.shape and _dtype_name(tensor.dtype) == self._loaded_dtype(entry)
+    def _fits(self, entry: Entry, tensor) -> bool:
+        return (tuple(tensor.shape) == entry.shape and dtype_name(tensor.dtype) == self.reads.loaded_dtype(entry)
                 and tensor.is_contiguous() and tensor.device.type in ("cpu", "cuda"))
 
     def _load(self, entries, verify: bool) -> None:
         if not entries:
             return
-        if self._device == "meta":
+        if self.reads.device == "meta":
             import torch
             for entry in entries:
-                self._cache[entry.index] = torch.empty(entry.shape, dtype=torch_dtype(self._loaded_dtype(entry)),
+                self._cache[entry.index] = torch.empty(entry.shape, dtype=torch_dtype(self.reads.loaded_dtype(entry)),
                                                        device="meta")
             return
-        if self._group is not None:
+        if self.reads.group is not None:
             from ._distributed import DistributedLoad
-            tensors, bytes_read = DistributedLoad(self, self._group).load(entries, verify)
+            tensors, bytes_read = DistributedLoad(self.reads).load(entries, verify)
             self._bytes_read += bytes_read
             for entry, tensor in zip(entries, tensors):
                 self._cache[entry.index] = tensor
             return
-        loaded = self._engine_load(entries, self._device, verify)
+        loaded = self.reads.load(entries, self.reads.device, verify)
         self._bytes_read += loaded.bytes
         for k, entry in enumerate(entries):
             entry.module_index = loaded.module_index(k)
-            self._cache[entry.index] = to_torch(loaded, k, self._loaded_dtype(entry), entry.shape)
+            self._cache[entry.index] = to_torch(loaded, k, self.reads.loaded_dtype(entry), entry.shape)
 
-    def _tensor(self, entry: _Entry):
+    def _tensor(self, entry: Entry):
         if entry.index not in self._cache:
             # A signed file is hashed whole by each load: the first access loads every tensor,
             # so that the file is read (and verified) once.
-            self._load(self._entries if self._signed else [entry], self._verify_hash)
+            self._load(self.reads.entries if self.reads.signed else [entry], self._verify_hash)
         return self._cache[entry.index]
 
     def _build_structure(self) -> dict:
         root: dict = {}
-        for entry in self._entries:
+        for entry in self.reads.entries:
             node = root
             for component in entry.path[:-1]:
                 node = node.setdefault(component, {})
@@ -586,16 +415,16 @@ class TensorDeserializer(collections.abc.Mapping):
         return root
 
     def _proxy(self, branch: dict):
-        return types.MappingProxyType({key: (self._tensor(value) if isinstance(value, _Entry) else self._proxy(value))
+        return types.MappingProxyType({key: (self._tensor(value) if isinstance(value, Entry) else self._proxy(value))
                                        for key, value in branch.items()})
 
     def _leaves(self, node) -> list:
-        if isinstance(node, _Entry):
+        if isinstance(node, Entry):
             return [node]
         return [leaf for value in node.values() for leaf in self._leaves(value)]
 
     def _materialize(self, node, chosen: set):
-        if isinstance(node, _Entry):
+        if isinstance(node, Entry):
             return self._cache[node.index]
         items = {key: self._materialize(value, chosen) for key, value in node.items()
                  if any(leaf.index in chosen for leaf in self._leaves(value))}

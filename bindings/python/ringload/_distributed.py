@@ -69,15 +69,16 @@ def _bytes_of(tensor):
 
 
 class DistributedLoad:
-    """One group-wide load of `entries` for a TensorDeserializer (see the module's doc)."""
+    """One group-wide load of `entries` of an opened file (its FileReads, whose group reads it;
+    see the module's doc)."""
 
-    def __init__(self, deserializer, group, round_bytes: int = 0):
+    def __init__(self, reads, round_bytes: int = 0):
         import torch.distributed as dist
         self.dist = dist
-        self.deserializer = deserializer
-        self.group = group
-        self.rank = dist.get_rank(group)
-        self.world_size = dist.get_world_size(group)
+        self.reads = reads
+        self.group = reads.group
+        self.rank = dist.get_rank(self.group)
+        self.world_size = dist.get_world_size(self.group)
         # RINGLOAD_GROUP_ROUND_BYTES: smaller rounds (tests: many rounds from a small file).
         self.round_bytes = round_bytes or int(os.environ.get("RINGLOAD_GROUP_ROUND_BYTES", ROUND_BYTES))
 
@@ -93,12 +94,12 @@ class DistributedLoad:
         after its broadcasts and the ranks' word that their reads in it succeeded, while the
         next round is read. bytes_read grows as this rank reads."""
         import torch
-        d = self.deserializer
+        d = self.reads
         # The engine's plan (ringload/share_plan.hpp): the same on every rank.
-        whole_only = verify or d._engine.encrypted
-        offsets, total_bytes, rounds = d._engine.plan_shares([e.index for e in entries], d._dtype, self.world_size,
+        whole_only = verify or d.engine.encrypted
+        offsets, total_bytes, rounds = d.engine.plan_shares([e.index for e in entries], d.dtype, self.world_size,
                                                              not whole_only, self.round_bytes)
-        device = torch.device(d._device)
+        device = torch.device(d.device)
         flat = torch.empty(total_bytes, dtype=torch.uint8, device=device)
         # The round after which each tensor is whole on every rank (-1: no bytes to wait for).
         last_round = [-1] * len(entries)
@@ -112,8 +113,8 @@ class DistributedLoad:
 
         def tensor_of(k):
             entry = entries[k]
-            dtype = torch_dtype(loaded_dtype(entry.dtype, d._dtype))
-            length = _loaded_bytes(entry, d._dtype)
+            dtype = torch_dtype(loaded_dtype(entry.dtype, d.dtype))
+            length = _loaded_bytes(entry, d.dtype)
             if length == 0:
                 return torch.empty(entry.shape, dtype=dtype, device=device)
             return flat[offsets[k]:offsets[k] + length].view(dtype).reshape(entry.shape)
@@ -144,7 +145,7 @@ class DistributedLoad:
 
     def _finish(self, i, works, failed, due, tensor_of, failure):
         """Waits for round i; raises on every rank if any rank failed; else yields its tensors."""
-        d = self.deserializer
+        d = self.reads
         try:
             for work in works:
                 work.wait()
@@ -152,11 +153,11 @@ class DistributedLoad:
                 outcomes = [None] * self.world_size
                 self.dist.all_gather_object(outcomes, failure, group=self.group)
         except RuntimeError as error:
-            raise RuntimeError(f"{d._engine.source_name}: the load over the process group failed on rank {self.rank} of "
+            raise RuntimeError(f"{d.engine.source_name}: the load over the process group failed on rank {self.rank} of "
                                f"{self.world_size} (a rank died or stopped answering?): {error}") from error
         if int(failed.item()) != 0:
             r, text = next((r, text) for r, text in enumerate(outcomes) if text is not None)
-            raise RuntimeError(f"{d._engine.source_name}: rank {r} of {self.world_size} could not read its share: {text}")
+            raise RuntimeError(f"{d.engine.source_name}: rank {r} of {self.world_size} could not read its share: {text}")
         for k in due.get(i, []):
             yield k, tensor_of(k)
 
@@ -165,16 +166,16 @@ class DistributedLoad:
         as slices (a whole tensor as the slice of all of it), so that the slice reader's merged
         ranges never read a tensor twice."""
         from ._slices import load_slices, whole_box
-        d = self.deserializer
+        d = self.reads
         pieces = [p for p in pieces if p.length > 0]
         if all(p.whole for p in pieces):
-            loaded = d._engine_load([p.entry for p in pieces], d._device, verify)
-            tensors = [to_torch(loaded, k, d._loaded_dtype(p.entry), p.entry.shape) for k, p in enumerate(pieces)]
+            loaded = d.load([p.entry for p in pieces], d.device, verify)
+            tensors = [to_torch(loaded, k, d.loaded_dtype(p.entry), p.entry.shape) for k, p in enumerate(pieces)]
             bytes_read = loaded.bytes_read
         else:
             requests = [(p.entry, whole_box(p.entry.shape) if p.whole else
                          [(p.row_start, p.row_stop)] + whole_box(p.entry.shape[1:])) for p in pieces]
-            tensors, bytes_read = load_slices(d._engine, None, requests, d._device, verify, d._dtype)
+            tensors, bytes_read = load_slices(d.engine, None, requests, d.device, verify, d.dtype)
         for piece, tensor in zip(pieces, tensors):
             # As the tensor, in C order (torch zip tensors may be strided views of a storage).
             flat[piece.offset:piece.offset + piece.length].copy_(_bytes_of(tensor))

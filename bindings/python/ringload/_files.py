@@ -19,7 +19,8 @@ from typing import Optional
 
 from . import _ringload
 from ._crypto import encryption_kwargs, secret_kwargs
-from ._deserializer import TensorDeserializer, _uri_of
+from ._deserializer import TensorDeserializer
+from ._file_objects import uri_of
 from ._opening import check_exists, open_engine
 from ._shared import _remove_duplicate_names, check_for_save, check_metadata
 
@@ -43,7 +44,7 @@ def load_file(filename, device="cpu", dtype=None, *, backend: Optional[str] = No
     """
     if backend is not None and backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(_BACKENDS)}, not {backend!r}")
-    uri = _uri_of(filename)
+    uri = uri_of(filename)
     check_exists(uri)
     with TensorDeserializer(filename, device=_device_of(device), dtype=dtype, **options) as deserializer:
         return deserializer.flat_tensors()
@@ -160,7 +161,7 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
     Returns:
         What was done: format, tensors, bytes_read, peak_held_bytes, batches, file_bytes, seconds.
     """
-    engine = open_engine(_uri_of(source), **secret_kwargs(decryption), **network)
+    engine = open_engine(uri_of(source), **secret_kwargs(decryption), **network)
     try:
         return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget,
                                  sign_key=os.fspath(sign_key) if sign_key else "",

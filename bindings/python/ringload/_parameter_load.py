@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Set, Tuple
 
-from ._deserializer import _dtype_name
+from ._tensors import dtype_name
 from ._parameter_mapping import ModelParameters, map_spans, mappable_spans
 from ._parameter_plan import Piece, learn_plan
 from ._slices import is_whole, slice_bytes, whole_box
@@ -82,9 +82,9 @@ def _open_all(sources: List[str], kwargs: dict, map_files):
         maps = _maps(source, kwargs, map_files)
         deserializer = TensorDeserializer(source, device="cpu", lazy_load=True,
                                           **dict(open_kwargs, **({"placement": "mapped"} if maps else {})))
-        deserializer._maps = maps
+        deserializer.reads.maps = maps
         opened.append(deserializer)
-        for entry in deserializer._entries:
+        for entry in deserializer.reads.entries:
             if entry.name in where:
                 raise ValueError(f"ringload: the tensor {entry.name} is in two weight files: "
                                  f"{sources[where[entry.name][0]]} and {source}")
@@ -125,7 +125,7 @@ def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_
             handed.append(entry)
             continue
         for piece in planned.get(entry.name, ()):
-            wanted = _dtype_name(piece.destination.dtype)
+            wanted = dtype_name(piece.destination.dtype)
             key = (None if wanted == entry.dtype else wanted, str(piece.destination.device))  # "cuda:N"
             groups.setdefault(key, []).append((entry, piece.ranges, piece.destination.data_ptr()))
             report.straight_bytes += slice_bytes(entry, piece.ranges)
@@ -136,9 +136,9 @@ def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_
             requests = _stream_whole_tensors(deserializer, requests, device, dtype, verify, report)
             if not requests:
                 continue
-        loaded = deserializer._engine.load_slices(
+        loaded = deserializer.reads.engine.load_slices(
             [(entry.index, ranges) for entry, ranges, _ in requests], device=device, dtype=dtype, verify=verify,
-            slot_size=deserializer._slot_size, slot_count=deserializer._slot_count, threads=deserializer._threads,
+            slot_size=deserializer.reads.slot_size, slot_count=deserializer.reads.slot_count, threads=deserializer.reads.threads,
             destinations=[address for _, _, address in requests], merge_gap=merge_gap)
         report.bytes_read += loaded.bytes_read
         for k, (entry, ranges, address) in enumerate(requests):
@@ -152,7 +152,7 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
     into their parameters (the engine's load with destinations: no host copy, no device memory
     of the load's own); returns the others (rows of a tensor: cut on the host and uploaded)."""
     from ._opening import format_facts
-    if format_facts(deserializer._engine.format)["tensors_view_storages"]:
+    if format_facts(deserializer.reads.engine.format)["tensors_view_storages"]:
         return requests  # storages (torch zip) take no caller destinations on a device: cut and uploaded
     whole, rest, seen = [], [], set()
     for entry, ranges, address in requests:
@@ -163,10 +163,10 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
             rest.append((entry, ranges, address))
     if whole:
         whole.sort(key=lambda item: item[0].index)
-        loaded = deserializer._engine.load(
+        loaded = deserializer.reads.engine.load(
             [entry.index for entry, _ in whole], device=device, dtype=dtype, verify=verify,
-            destinations=[address for _, address in whole], slot_size=deserializer._slot_size,
-            slot_count=deserializer._slot_count, threads=deserializer._threads)
+            destinations=[address for _, address in whole], slot_size=deserializer.reads.slot_size,
+            slot_count=deserializer.reads.slot_count, threads=deserializer.reads.threads)
         report.bytes_read += loaded.bytes_read
     return rest
 
@@ -250,12 +250,12 @@ def _read_all(opened, planned, handed: set, kwargs: dict, parameters, report: Pa
     """Each source's pieces into their places (mapped where the file allows it); its tensors
     the loaders compute with to load_weights, source by source."""
     verify = bool(kwargs.get("verify_hash", False))
-    if len(opened) > 1 and any(deserializer._signed for deserializer in opened):
+    if len(opened) > 1 and any(deserializer.reads.signed for deserializer in opened):
         _read_side_by_side(opened, planned, handed, verify, report, load_weights)
         return
     for deserializer in opened:
-        entries = deserializer._entries
-        to_copy = _map_parameters(deserializer, entries, planned, parameters, report) if deserializer._maps \
+        entries = deserializer.reads.entries
+        to_copy = _map_parameters(deserializer, entries, planned, parameters, report) if deserializer.reads.maps \
             else planned
         whole = _read_source(deserializer, entries, to_copy, handed, verify, report)
         report.handed_bytes += sum(tensor.numel() * tensor.element_size() for _, tensor in whole)
@@ -288,7 +288,7 @@ def _read_side_by_side(opened, planned, handed: set, verify: bool, report: Param
 
     def read(deserializer):
         own = ParameterLoadReport()  # merged on this thread, in file order: no shared counters
-        return _read_source(deserializer, deserializer._entries, planned, handed, verify, own), own
+        return _read_source(deserializer, deserializer.reads.entries, planned, handed, verify, own), own
 
     with ThreadPoolExecutor(at_once, thread_name_prefix="ringload-file") as pool:
         futures = [pool.submit(read, deserializer) for deserializer in opened]
@@ -318,9 +318,9 @@ def _read_once_over(group, opened, where, plan, kwargs: dict, parameters, report
     read, failure = {}, None
     try:
         for deserializer in opened:
-            entries = deserializer._entries
+            entries = deserializer.reads.entries
             to_copy = _map_parameters(deserializer, entries, share.own, parameters, report, whole_tensors=True) \
-                if deserializer._maps else share.own
+                if deserializer.reads.maps else share.own
             read.update(_read_source(deserializer, entries, to_copy, share.owned, bool(kwargs.get("verify_hash")),
                                      report, merge_gap=0))
     except Exception as error:  # told to every rank, raised on every rank

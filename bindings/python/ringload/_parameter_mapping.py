@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
-from ._deserializer import _dtype_name
+from ._tensors import dtype_name
 from ._parameter_plan import Piece
 from ._slices import is_whole
 from ._tensors import ITEMSIZE
@@ -113,7 +113,7 @@ def mappable_spans(entries, planned: Dict[str, List[Piece]], parameters: ModelPa
                 continue
             key = parameter.data_ptr()
             stretch = _file_stretch(entry, piece)
-            if stretch is None or _dtype_name(parameter.dtype) != entry.dtype:
+            if stretch is None or dtype_name(parameter.dtype) != entry.dtype:
                 spoiled.add(key)
                 continue
             part = _Part(piece.destination.data_ptr() - key, stretch, entry, piece)
@@ -157,7 +157,7 @@ def map_spans(deserializer, spans: List[_Span]) -> Tuple[List[_Span], int]:
         return [], 0
     order = sorted(entries)
     try:
-        loaded = deserializer._engine.load(order, device="cpu", contiguous=False)
+        loaded = deserializer.reads.engine.load(order, device="cpu", contiguous=False)
     except RingloadError:
         return [], 0
     # Where each tensor's first byte is in the mapping, less its place in the file.

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from ._deserializer import _dtype_name
+from ._tensors import dtype_name
 
 # Ops that only look at a tensor or make a view of it: on a stand-in they make a stand-in, on a
 # destination they do not change its bytes.
@@ -269,7 +269,7 @@ class _Recording:
             return self.hand(name, f"copied to {destination.device} (not planned for this load)")
         if not destination.is_contiguous() or tuple(destination.shape) != tuple(source.shape):
             return self.hand(name, "copied into a strided or broadcast destination")
-        stored, wanted = _dtype_name(source.dtype), _dtype_name(destination.dtype)
+        stored, wanted = dtype_name(source.dtype), dtype_name(destination.dtype)
         if stored != wanted and not (stored in _FLOATING and wanted in _FLOATING):
             return self.hand(name, f"converted from {stored} to {wanted}")
         ranges = box_of(base_shape, source)

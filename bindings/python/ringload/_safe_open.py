@@ -19,7 +19,8 @@ from typing import Optional
 
 from . import _ringload
 from ._crypto import DecryptionParams, secret_kwargs
-from ._deserializer import _Entry, _uri_of
+from ._file_objects import uri_of
+from ._file_reads import Entry
 from ._opening import check_exists, open_engine
 from ._slices import load_slices
 from ._tensors import SAFETENSORS_DTYPES, to_torch
@@ -62,13 +63,13 @@ class safe_open:  # noqa: N801 (safetensors' name)
             raise SafetensorError(f"Device {self._device} is not supported for framework numpy")
         self._verify = bool(verify_hash)
         self._bytes_read = 0
-        uri = _uri_of(filename)
+        uri = uri_of(filename)
         check_exists(uri)
         # expected_format: a file the engine does not recognise is refused with what is wrong
         # with its safetensors header, as safetensors words it.
         self._engine = open_engine(uri, expected_format="safetensors", **secret_kwargs(encryption), **network)
         rows = self._engine.tensors()
-        self._entries = [_Entry(row) for row in rows]
+        self._entries = [Entry(row) for row in rows]
         self._by_name = {entry.name: entry for entry in self._entries}
         self._metadata = dict(self._engine.metadata) or None
         # A signed file is read and verified whole once, here; reads are served from that.
@@ -142,7 +143,7 @@ class safe_open:  # noqa: N801 (safetensors' name)
             raise SafetensorError("File is closed")
         return self._engine
 
-    def _entry(self, name: str) -> _Entry:
+    def _entry(self, name: str) -> Entry:
         self._open_engine()
         entry = self._by_name.get(name)
         if entry is None:
@@ -195,7 +196,7 @@ class SafeSlice:
     """One tensor of a safe_open: get_shape(), get_dtype() and [...] (ints, slices with
     negative or None bounds and positive steps, an Ellipsis, () or [] as safetensors takes)."""
 
-    def __init__(self, owner: safe_open, entry: _Entry):
+    def __init__(self, owner: safe_open, entry: Entry):
         self._owner, self._entry = owner, entry
 
     def get_shape(self) -> list:

@@ -15,7 +15,7 @@ from ._tensors import loaded_dtype, to_torch, torch_dtype
 
 
 def load_slices(engine, entries, requests, device: str, verify: bool, dtype=None) -> tuple[list, int]:
-    """requests: list of (entry, ranges) where entry is a ringload._deserializer._Entry (has .index,
+    """requests: list of (entry, ranges) where entry is a ringload._deserializer.Entry (has .index,
     .dtype, .shape) and ranges one (start, stop) per dimension, normalized (0 <= start <= stop <=
     size). Returns (tensors in request order, bytes read from the source by this call)."""
     del entries  # the entries travel with the requests

@@ -7,6 +7,7 @@ not know (bfloat16 for numpy; float8, complex32, bool in older torch) come as th
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from . import _ringload
 
@@ -77,3 +78,10 @@ CONVERTIBLE = tuple(name for name, (_, converts, _) in _DTYPES.items() if conver
 def loaded_dtype(stored: str, wanted) -> str:
     """The dtype a tensor stored as `stored` has once loaded with dtype=`wanted` (a name or None)."""
     return wanted if wanted and stored in CONVERTIBLE else stored
+
+
+def dtype_name(dtype) -> Optional[str]:
+    """torch's dtype (or its name) as the engine names it ("float16"); None stays None."""
+    if dtype is None:
+        return None
+    return str(dtype).replace("torch.", "")

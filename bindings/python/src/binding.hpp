@@ -43,9 +43,10 @@ inline void value_or_throw(Result<void> result) {
     }
 }
 
-// A write's signature (WriteOptions::sign_key_file) in its summary dict: "signature" (where)
-// and "sha256" (what was signed), when it signed (serializer_binding.cpp).
-void add_signature(nb::dict& out, const WriteSummary& written);
+// What a write did, in its summary dict: file_bytes, data_version, seconds, and its signature
+// (WriteOptions::sign_key_file): "signature" (where) and "sha256" (what was signed), when it
+// signed (serializer_binding.cpp). A write's and a convert's summaries both hold these.
+void add_written(nb::dict& out, const WriteSummary& written);
 
 // A writer's encryption from the binding's key= (raw bytes) or passphrase= (Argon2id at this
 // cost, with salt= or a random salt), or none.

@@ -260,10 +260,7 @@ public:
         out["bytes_read"] = summary.bytes_read;
         out["peak_held_bytes"] = summary.peak_held_bytes;
         out["batches"] = summary.batches;
-        out["file_bytes"] = summary.written.file_bytes;
-        out["data_version"] = summary.written.data_version;
-        out["seconds"] = summary.written.seconds;
-        add_signature(out, summary.written);
+        add_written(out, summary.written);
         return out;
     }
 

@@ -93,18 +93,18 @@ nb::dict write(const std::string& uri, const nb::list& tensors, std::optional<nb
     python_progress.rethrow_if_raised();
     WriteSummary summary = value_or_throw(std::move(written));
     nb::dict out;
-    out["file_bytes"] = summary.file_bytes;
     out["tensor_bytes"] = summary.tensor_bytes;
-    out["data_version"] = summary.data_version;
-    out["seconds"] = summary.seconds;
     out["how"] = summary.how;
-    add_signature(out, summary);
+    add_written(out, summary);
     return out;
 }
 
 } // namespace
 
-void add_signature(nb::dict& out, const WriteSummary& written) {
+void add_written(nb::dict& out, const WriteSummary& written) {
+    out["file_bytes"] = written.file_bytes;
+    out["data_version"] = written.data_version;
+    out["seconds"] = written.seconds;
     if (!written.signature_file.empty()) {
         out["signature"] = written.signature_file;
         out["sha256"] = written.sha256_hex;

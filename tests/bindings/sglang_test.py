@@ -1,9 +1,8 @@
 """tests/bindings/sglang_test.py: SGLang's `--load-format ringload` (ringload.sglang_loader)
 against SGLang's own DefaultModelLoader, with the real SGLang 0.5.23 from PyPI, on the CPU.
 
-PyPI's SGLang cannot run a model on this machine's CPU: its CPU kernels (sgl-kernel) are not on
-PyPI, and the CUDA build of sglang-kernel needs libcuda. So no server starts and no token is
-generated here. What runs is SGLang's own loading: the plugin is found through the
+This file checks SGLang's own loading in this process (sglang_generate_test.py runs SGLang's
+engine and compares the tokens it generates): the plugin is found through the
 `sglang.srt.plugins` entry point (load_plugins), LoadConfig(load_format="ringload") passes
 SGLang's check, get_model_loader returns ringload's loader, and its load_model builds the model
 with SGLang's classes (one gloo rank, SGLang's model-parallel groups), reads the weights and

@@ -441,3 +441,17 @@ def test_straight_into_cuda_parameters(kind, tensors, reference, tmp_path):
     assert report.straight_tensors >= 7, report.summary()
     # What the handed ones need on the device (load_weights' own temporaries), not the model's size again.
     assert torch.cuda.max_memory_allocated() - allocated < 4 << 20
+
+
+def test_signed_files_read_at_once_follow_the_engines_rule(tmp_path):
+    """Signed files into parameters are read as many at once as `ringload load DIR` reads
+    (ringload/model_load.hpp files_read_at_once): two per core, one per core unsigned, for files
+    small beside the memory this process may take."""
+    from ringload import _ringload
+    files = []
+    for k in range(3):
+        files.append(str(tmp_path / f"shard-{k}.safetensors"))
+        safetensors_torch.save_file({"w": torch.ones(4)}, files[-1])
+    cores = len(os.sched_getaffinity(0))
+    assert _ringload.files_read_at_once(files, True) == 2 * cores
+    assert _ringload.files_read_at_once(files, False) == cores

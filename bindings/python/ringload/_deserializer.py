@@ -109,7 +109,7 @@ class TensorDeserializer(collections.abc.Mapping):
             raise
         entries = [Entry.from_tuple(row) for row in engine.tensor_rows()]
         self.reads = FileReads(  # how every read of the file is made (ringload/_file_reads.py)
-            engine=engine, device=device, dtype=dtype,
+            engine=engine, uri=uri, device=device, dtype=dtype,
             entries=[e for e in entries if filter_func is None or filter_func(e.name)], slot_size=slot_size,
             slot_count=(ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0, threads=threads,
             progress=progress if progress is not None else progress_callback(progress_bar, uri),

@@ -49,6 +49,7 @@ class FileReads:
     """What every read of one opened file takes."""
 
     engine: Any                  # the _ringload.Deserializer
+    uri: str                     # the path or URL it reads (a file object's: its in-memory copy's path)
     device: str                  # "cpu", "cuda:N" or "meta"
     dtype: Optional[str]         # floating tensors become this dtype on the way; None: as stored
     entries: List[Entry]         # the wanted tensors, in file order

@@ -263,28 +263,21 @@ def _read_all(opened, planned, handed: set, kwargs: dict, parameters, report: Pa
             report.loaded |= set(load_weights(iter(whole)) or ())
 
 
-def signed_files_at_once(count: int) -> int:
-    """Signed files read side by side, as `ringload load DIR` reads a signed folder: a file's
-    SHA-256 runs through its bytes in order (one core's lane, ~2 GB/s with SHA-NI: one signed
-    file at a time loads at that rate whatever the disk), and the engine's hashing threads run
-    two files' rounds together on a core: two files per core."""
-    import os
-    return max(1, min(count, 2 * len(os.sched_getaffinity(0))))
-
-
 _REPORT_COUNTS = ("straight_bytes", "straight_tensors", "bytes_read")  # what _read_source adds to
 
 
 def _read_side_by_side(opened, planned, handed: set, verify: bool, report: ParameterLoadReport,
                        load_weights: Callable) -> None:
-    """_read_all for signed sources: signed_files_at_once of them read at once (the engine
+    """_read_all for signed sources: as many read at once as `ringload load DIR` reads of a signed
+    folder (the engine's files_read_at_once: two per core, fewer where memory is short; the engine
     releases the GIL); each file's handed tensors go to load_weights in file order, once it is
     read and verified. Each keeps its own ring (32 reads in flight): a parameter seldom lies at
     its bytes' offset in the file modulo 4096, so the reads land in slots, each held until its
     bytes are hashed (8 per file, sharing 32: 1.75 s for the 3.5 GB bench model; 16: 1.75 s;
     32: 1.51 s; one file at a time: 2.2-2.5 s; unsigned: 1.3 s)."""
     from concurrent.futures import ThreadPoolExecutor
-    at_once = signed_files_at_once(len(opened))
+    from . import _ringload
+    at_once = _ringload.files_read_at_once([deserializer.reads.uri for deserializer in opened], True)
 
     def read(deserializer):
         own = ParameterLoadReport()  # merged on this thread, in file order: no shared counters

@@ -193,6 +193,9 @@ void bind_facts(nb::module_& m) {
           "A model folder's weight files, by the rule `ringload load DIR` uses (ringload/model_load.hpp): the first "
           "layout present (safetensors, tensorizer, .bin, .pt), the shards its index json names; ValueError naming "
           "what is wrong");
+    m.def("files_read_at_once", &files_read_at_once, nb::arg("files"), nb::arg("signed_model"),
+          "How many of `files` a model's load reads at once (ringload/model_load.hpp): one per core, two for a "
+          "signed model, fewer where memory is short");
     m.def("device_text", &device_text, nb::arg("device"),
           "A device as the engine spells it: \"cpu\" or \"cuda:N\" (\"cuda\" is cuda:0; an int N is cuda:N)");
 }

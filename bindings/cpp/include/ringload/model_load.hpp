@@ -56,6 +56,13 @@ struct ModelLoaded {
     double seconds = 0;
 };
 
+// How many of `files` load_model reads at once: one per core (the workers' cores: taskset and
+// cpusets count), two per core for a signed model (the hashing threads run two files' SHA-256
+// rounds together on a core), fewer where memory is short (each of them, and each load still
+// finishing, holds its file's tensors: at most the process's room over twice the largest file).
+// Python's signed loads into parameters ask the same (_ringload.files_read_at_once).
+std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model);
+
 // Loads `model`, a folder (its find_weight_files) or one file. Files are read side by side:
 // as many at once as there are cores, twice that for a signed model (the hashing threads run
 // two files' SHA-256 rounds together per core), fewer where memory is short. The first

@@ -49,27 +49,6 @@ Result<FileLoaded> load_one(const ModelLoadOptions& load, const std::string& pat
     return file;
 }
 
-// Files read at once: as many as there are cores, and for a signed model twice that: a file's
-// SHA-256 is one sequence of bytes, and the hashing threads (HashStream) take two files' bytes
-// per core to run their rounds together (1.45x one file's rate on SHA-NI); it also lets the
-// last files end together rather than one core finishing a file alone. Fewer where memory is
-// short: each of them, and each load still finishing, holds its file's tensors until it ends.
-std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
-    const std::size_t cores = available_cores(); // the engine's workers' count: taskset and cpusets
-    const std::size_t wanted = signed_model ? 2 * cores : cores;
-    std::uint64_t largest = 0;
-    for (const std::string& path : files) {
-        std::error_code error;
-        const std::uintmax_t size = fs::file_size(path, error);
-        largest = std::max<std::uint64_t>(largest, error ? 0 : size);
-    }
-    const std::optional<MemoryRoom> room = memory_room();
-    if (!room || largest == 0) {
-        return wanted;
-    }
-    return std::clamp<std::uint64_t>(room->bytes / (2 * largest), 1, wanted);
-}
-
 // Each file's load options when `lanes` files read at once.
 ModelLoadOptions options_side_by_side(const ModelLoadOptions& load, std::size_t lanes, const CancelToken& stop) {
     ModelLoadOptions each = load;
@@ -164,6 +143,26 @@ Result<std::vector<std::string>> files_of(const std::string& model, bool folder)
 }
 
 } // namespace
+
+// A signed model's files two per core: a file's SHA-256 is one sequence of bytes, and the
+// hashing threads (HashStream) take two files' bytes per core to run their rounds together
+// (1.45x one file's rate on SHA-NI); it also lets the last files end together rather than one
+// core finishing a file alone.
+std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
+    const std::size_t cores = available_cores(); // the engine's workers' count: taskset and cpusets
+    const std::size_t wanted = signed_model ? 2 * cores : cores;
+    std::uint64_t largest = 0;
+    for (const std::string& path : files) {
+        std::error_code error;
+        const std::uintmax_t size = fs::file_size(path, error);
+        largest = std::max<std::uint64_t>(largest, error ? 0 : size);
+    }
+    const std::optional<MemoryRoom> room = memory_room();
+    if (!room || largest == 0) {
+        return wanted;
+    }
+    return std::clamp<std::uint64_t>(room->bytes / (2 * largest), 1, wanted);
+}
 
 Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options) {
     const auto started = std::chrono::steady_clock::now();

@@ -195,8 +195,8 @@ class TensorDeserializer(collections.abc.Mapping):
             ranges, dropped = normalize_index(key, entry.shape)
             requests.append((entry, ranges))
             cuts.append((ranges, dropped))
-        tensors, bytes_read = load_slices(self.reads.engine, None, requests, self.reads.device, self._verify(verify_hash),
-                                          self.reads.dtype)
+        tensors, bytes_read = load_slices(self.reads.engine, None, requests, self.reads.device,
+                                          self._verify(verify_hash), self.reads.dtype)
         self._bytes_read += bytes_read
         return {name: drop_dims(tensor, *cut) for name, tensor, cut in zip(slices, tensors, cuts)}
 
@@ -316,8 +316,8 @@ class TensorDeserializer(collections.abc.Mapping):
     def _file_header(self) -> types.SimpleNamespace:
         """tensorizer's private _file_header, for code that reads it: version_number (the
         tensorizer data version; 0 for other formats), tensor_count, tensor_size."""
-        return types.SimpleNamespace(version_number=self.reads.engine.data_version, tensor_count=len(self.reads.entries),
-                                     tensor_size=self.total_tensor_bytes)
+        return types.SimpleNamespace(version_number=self.reads.engine.data_version,
+                                     tensor_count=len(self.reads.entries), tensor_size=self.total_tensor_bytes)
 
     @property
     def _file_flags(self) -> frozenset:
@@ -354,8 +354,7 @@ class TensorDeserializer(collections.abc.Mapping):
                 yield entries[k], tensor
             return
         native = self.reads.engine.stream([e.index for e in entries], device=self.reads.device, dtype=self.reads.dtype,
-                                     verify=verify, slot_size=self.reads.slot_size, slot_count=self.reads.slot_count,
-                                     threads=self.reads.threads, contiguous=False)
+                                          verify=verify, contiguous=False, **self.reads.ring())
         try:
             while True:
                 handed = native.next()

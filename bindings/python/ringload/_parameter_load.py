@@ -138,8 +138,7 @@ def _read_source(deserializer, entries, planned: Dict[str, List[Piece]], handed_
                 continue
         loaded = deserializer.reads.engine.load_slices(
             [(entry.index, ranges) for entry, ranges, _ in requests], device=device, dtype=dtype, verify=verify,
-            slot_size=deserializer.reads.slot_size, slot_count=deserializer.reads.slot_count, threads=deserializer.reads.threads,
-            destinations=[address for _, _, address in requests], merge_gap=merge_gap)
+            destinations=[address for _, _, address in requests], merge_gap=merge_gap, **deserializer.reads.ring())
         report.bytes_read += loaded.bytes_read
         for k, (entry, ranges, address) in enumerate(requests):
             if address == 0:
@@ -165,8 +164,7 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
         whole.sort(key=lambda item: item[0].index)
         loaded = deserializer.reads.engine.load(
             [entry.index for entry, _ in whole], device=device, dtype=dtype, verify=verify,
-            destinations=[address for _, address in whole], slot_size=deserializer.reads.slot_size,
-            slot_count=deserializer.reads.slot_count, threads=deserializer.reads.threads)
+            destinations=[address for _, address in whole], **deserializer.reads.ring())
         report.bytes_read += loaded.bytes_read
     return rest
 

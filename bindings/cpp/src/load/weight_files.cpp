@@ -10,6 +10,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string_view>
 
@@ -43,11 +44,25 @@ std::string looked_for() {
     return text;
 }
 
-bool is_layout_file(const fs::directory_entry& entry, std::string_view extension) {
-    const std::string name = entry.path().filename().string();
+// The folder's regular files that may be weights (a training run's leftovers left out), sorted:
+// listed once, then each layout takes its own.
+Result<std::vector<std::string>> candidate_files(const std::string& folder) {
+    std::vector<std::string> files;
     std::error_code error;
-    return entry.is_regular_file(error) && name.ends_with(extension) &&
-           std::find(not_weights.begin(), not_weights.end(), name) == not_weights.end();
+    for (auto it = fs::directory_iterator(folder, error); !error && it != fs::directory_iterator();
+         it.increment(error)) {
+        const std::string name = it->path().filename().string();
+        std::error_code not_regular;
+        if (it->is_regular_file(not_regular) &&
+            std::find(not_weights.begin(), not_weights.end(), name) == not_weights.end()) {
+            files.push_back(it->path().string());
+        }
+    }
+    if (error) {
+        return fail(errc::io_error, folder + ": " + error.message());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
 }
 
 // The shards `index_path` names (others, such as a consolidated copy, are left out); a shard
@@ -83,16 +98,11 @@ Result<std::vector<std::string>> find_weight_files(const std::string& folder) {
     if (!fs::is_directory(folder, error)) {
         return fail(errc::not_found, "the model " + folder + " is not a local folder");
     }
+    RL_TRY(candidates, candidate_files(folder));
     for (const FolderLayout& layout : layouts) {
         std::vector<std::string> files;
-        for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
-            if (is_layout_file(entry, layout.extension)) {
-                files.push_back(entry.path().string());
-            }
-        }
-        if (error) {
-            return fail(errc::io_error, folder + ": " + error.message());
-        }
+        std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(files),
+                     [&](const std::string& path) { return path.ends_with(layout.extension); });
         if (files.empty()) {
             continue;
         }
@@ -100,7 +110,6 @@ Result<std::vector<std::string>> find_weight_files(const std::string& folder) {
         if (!layout.index.empty() && fs::is_regular_file(index_path, error)) {
             return indexed_shards(folder, index_path);
         }
-        std::sort(files.begin(), files.end());
         return files;
     }
     return fail(errc::not_found, "no weights in " + folder + " (looked for " + looked_for() + ")");

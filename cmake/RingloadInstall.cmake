@@ -15,6 +15,7 @@ install(FILES
     bindings/cpp/include/ringload/model_load.hpp
     bindings/cpp/include/ringload/model_signing.hpp
     bindings/cpp/include/ringload/options.hpp
+    bindings/cpp/include/ringload/placement.hpp
     bindings/cpp/include/ringload/ringload.hpp
     bindings/cpp/include/ringload/serializer.hpp
     bindings/cpp/include/ringload/share_plan.hpp

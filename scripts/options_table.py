@@ -1,5 +1,6 @@
 """Prints the README's "Options" table from the engine's option table (ringload/options.hpp),
-so that the list users read is the one the CLI, Python and the vLLM/SGLang options take:
+so that the list users read is the one the CLI, Python and the vLLM/SGLang options take, with
+which of them takes each row:
 
     PYTHONPATH=build/dev/bindings/python python3 scripts/options_table.py          # print it
     PYTHONPATH=build/dev/bindings/python python3 scripts/options_table.py --check README.md
@@ -15,19 +16,24 @@ BEGIN = "<!-- options table: scripts/options_table.py -->"
 END = "<!-- end of options table -->"
 
 
+FRONTS = {"cli": "CLI", "python": "Python", "server": "vLLM/SGLang"}
+
+
 def table() -> str:
-    lines = [BEGIN, "", "| Python / vLLM option | CLI flag | Default | What it sets |", "|---|---|---|---|"]
+    lines = [BEGIN, "", "| Option | CLI flag | Taken by | Default | What it sets |", "|---|---|---|---|---|"]
     for row in _ringload.option_table():
-        flag = "--" + row["name"].replace("_", "-")
+        flag = row["cli_flag"]
         if row["kind"] == "choice":
             default = " / ".join(f"**{c}**" if c == row["default"] else c for c in row["choices"])
         elif row["kind"] == "flag" and row["default"] == "true":
             default, flag = "true", "--no-" + flag[2:]  # on unless turned off
         elif row["kind"] == "flag":
-            default = "false"
+            default = row["default"] or "—"
         else:
             default = row["default"] or "—"
-        lines.append(f"| `{row['name']}` | `{flag}` | {default} | {row['help']} |")
+        fronts = ", ".join(FRONTS[front] for front in row["fronts"])
+        flag = f"`{flag}`" if "cli" in row["fronts"] else "—"
+        lines.append(f"| `{row['name']}` | {flag} | {fronts} | {default} | {row['help']} |")
     lines += ["", END]
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@
 // complete. Without --to, OUT's extension decides (.safetensors; .pt, .pth, .bin; else
 // tensorizer).
 #include "commands.hpp"
+#include "key_options.hpp"
 #include "open_input.hpp"
 #include "progress_bar.hpp"
 #include "ringload/io/url.hpp"
@@ -32,7 +33,7 @@ struct ConvertArgs {
     bool verify = true;
     KeyFileArgs decrypt;
     KeyFileArgs encrypt;
-    NetworkArgs network; // for an http(s) input
+    TableArgs network; // opening the input, and the network of a remote output
     std::uint64_t memory_budget_bytes = 1ULL << 30;
     std::string sign_key;  // sign OUT (OpenSSF Model Signing, the key method)
     std::string signature; // where; default OUT.sig
@@ -56,7 +57,16 @@ int run_convert(const ConvertArgs& args) {
     if (!encryption) {
         return report_error(encryption.error().message());
     }
-    auto opened = open_input(args.input, args.decrypt, args.network);
+    LoadSettings settings;
+    if (auto applied = apply_table_options(args.network, settings); !applied) {
+        return report_error(applied.error().message());
+    }
+    auto decryption = decryption_from(args.decrypt);
+    if (!decryption) {
+        return report_error(decryption.error().message());
+    }
+    settings.open.decryption = std::move(*decryption);
+    auto opened = open_input(args.input, settings);
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -65,12 +75,7 @@ int run_convert(const ConvertArgs& args) {
     options.verify_hashes = args.verify;
     options.encryption = std::move(*encryption);
     options.memory_budget_bytes = args.memory_budget_bytes;
-    OpenOptions open;
-    LoadOptions unused;
-    if (auto applied = apply_options(args.network, open, unused); !applied) {
-        return report_error(applied.error().message());
-    }
-    options.network = std::move(open.network);
+    options.network = settings.open.network;
     options.sign_key_file = args.sign_key;
     options.signature_file = args.signature;
     ProgressBar bar;
@@ -122,7 +127,7 @@ Run add_convert_command(CLI::App& app) {
                      "Tensor bytes held in memory at once (e.g. 512M, 2G; default 1G; one larger tensor is "
                      "held whole)")
         ->transform(CLI::AsSizeValue(false));
-    add_network_options(*command, args->network);
+    add_table_options(*command, args->network, rows_setting({OptionTarget::open}));
     command->add_option("--sign-key", args->sign_key,
                         "Sign OUT with this PEM ECDSA private key (OpenSSF Model Signing, from the SHA-256 "
                         "computed while writing; model_signing verify key accepts it)");

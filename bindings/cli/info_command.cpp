@@ -22,8 +22,7 @@ namespace {
 struct InfoArgs {
     std::string uri;
     bool json = false;
-    KeyFileArgs keys;
-    NetworkArgs network;
+    TableArgs options; // opening the file: the network rows, a key (checked, not needed to show it)
 };
 
 // The text rows of `info`, built in one buffer and written in large pieces: printf and a few
@@ -140,7 +139,11 @@ std::string tensor_row_json(const TensorInfo& tensor) {
 }
 
 int run_info(const InfoArgs& args) {
-    auto opened = open_input(args.uri, args.keys, args.network);
+    LoadSettings settings;
+    if (auto applied = apply_table_options(args.options, settings); !applied) {
+        return report_error(applied.error().message());
+    }
+    auto opened = open_input(args.uri, settings);
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -190,8 +193,7 @@ Run add_info_command(CLI::App& app) {
     auto* command = app.add_subcommand("info", "Show a file's format, version and tensors");
     command->add_option("uri", args->uri, input_uri_help())->required();
     command->add_flag("--json", args->json, "Print one JSON object");
-    add_key_file_options(*command, args->keys, "", "(checked against the file, not needed to show it)");
-    add_network_options(*command, args->network);
+    add_table_options(*command, args->options, rows_setting({OptionTarget::open, OptionTarget::keys}));
     return [args] { return run_info(*args); };
 }
 

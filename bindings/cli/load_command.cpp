@@ -25,31 +25,14 @@
 namespace ringload::cli {
 namespace {
 
-// --prefault's words; true/false are what it took before `auto` (true was `background`).
-const std::map<std::string, Prefault>& prefault_modes() {
-    static const std::map<std::string, Prefault> modes{{"auto", Prefault::automatic},
-                                                       {"background", Prefault::background},
-                                                       {"true", Prefault::background},
-                                                       {"on-touch", Prefault::on_touch},
-                                                       {"false", Prefault::on_touch}};
-    return modes;
-}
-
 struct LoadArgs {
     std::string uri;
-    std::string device = "cpu";
-    std::string dtype;
-    bool verify = false;
     bool sha256 = false;
     bool json = false;
     std::string filter;
-    std::uint32_t slot_count = 0;
-    std::size_t slot_size_bytes = 0;
-    std::size_t threads = 0;
-    std::string prefault = "auto";
-    NetworkArgs network;
-    KeyFileArgs keys;
-    SignatureFlags signature;
+    // The option table's rows: opening (network, read mode), the load (device, dtype, verify,
+    // ring, threads, placement), a key, a signature.
+    TableArgs options;
 };
 
 void print_json(const LoadedModel& model, const Index& index, bool with_sha256, double open_seconds,
@@ -97,27 +80,12 @@ void print_summary(const LoadedModel& model, bool with_sha256) {
 }
 
 int run_load(const LoadArgs& args) {
-    LoadOptions options;
-    OpenOptions unused; // the open rows are applied by open_input
-    if (auto applied = apply_options(args.network, unused, options); !applied) {
+    LoadSettings settings;
+    if (auto applied = apply_table_options(args.options, settings); !applied) {
         return report_error(applied.error().message());
     }
-    options.device = args.device;
-    if (!args.dtype.empty()) {
-        auto dtype = dtype_from_torch_name(args.dtype);
-        const bool floating = dtype && (*dtype == DType::float64 || *dtype == DType::float32 ||
-                                        *dtype == DType::float16 || *dtype == DType::bfloat16);
-        if (!floating) {
-            return report_error("--dtype " + args.dtype + ": must be float64, float32, float16 or bfloat16");
-        }
-        options.dtype = dtype;
-    }
-    options.verify_hashes = args.verify;
+    LoadOptions& options = settings.load;
     options.compute_sha256 = args.sha256;
-    options.slot_count = args.slot_count;
-    options.slot_size_bytes = args.slot_size_bytes;
-    options.worker_threads = args.threads;
-    options.prefault = prefault_modes().at(args.prefault); // CLI11 let only these through
     if (!args.filter.empty()) {
         std::regex pattern;
         try {
@@ -146,14 +114,14 @@ int run_load(const LoadArgs& args) {
         };
     }
     std::error_code not_folder;
-    if (args.signature.given() || std::filesystem::is_directory(args.uri, not_folder)) {
+    if (!settings.signature.signature_file.empty() || std::filesystem::is_directory(args.uri, not_folder)) {
         options.on_tensor = nullptr;
-        ModelLoad model{args.uri, options, args.signature, args.json,
-                        [&args](const std::string& file) { return open_input(file, args.keys, args.network); }};
+        ModelLoad model{args.uri, options, settings.signature, args.json,
+                        [&settings](const std::string& file) { return open_input(file, settings); }};
         return run_model_load(model);
     }
     const auto open_started = std::chrono::steady_clock::now();
-    auto opened = open_input(args.uri, args.keys, args.network);
+    auto opened = open_input(args.uri, settings);
     if (!opened) {
         return report_error(opened.error().message());
     }
@@ -177,25 +145,12 @@ Run add_load_command(CLI::App& app) {
     auto args = std::make_shared<LoadArgs>();
     auto* command = app.add_subcommand("load", "Load every (matching) tensor into memory");
     command->add_option("uri", args->uri, input_uri_help())->required();
-    command->add_option("--device", args->device, "Where tensors go: cpu, cuda or cuda:N");
-    command->add_option("--dtype", args->dtype,
-                        "Convert floating tensors to float64, float32, float16 or bfloat16 on the way");
-    command->add_flag("--verify", args->verify, "Check the stored CRC32 and SHA-256 of every tensor");
     command->add_option("--filter", args->filter, "Load only tensors whose name matches this regex");
     command->add_flag("--sha256", args->sha256, "Print the SHA-256 of each tensor's bytes as loaded");
     command->add_flag("--json", args->json, "Print one JSON object");
-    command->add_option("--slots", args->slot_count, "Ring slots (reads in flight; 0: 128 MiB of slots)");
-    command->add_option("--slot-size", args->slot_size_bytes,
-                        "Bytes per ring slot (multiple of 4096; 0: 4 MiB for files, 8 MiB for http)");
-    command->add_option("--threads", args->threads, "Worker threads (0: one per core)");
-    command
-        ->add_option("--prefault", args->prefault,
-                     "When destination memory is faulted in: auto (ahead in the background for files, "
-                     "on touch for network sources), background (true) or on-touch (false)")
-        ->check(CLI::IsMember(prefault_modes()));
-    add_network_options(*command, args->network, true);
-    add_key_file_options(*command, args->keys, "", "to decrypt with");
-    add_signature_flags(*command, args->signature, false, true);
+    add_table_options(
+        *command, args->options,
+        rows_setting({OptionTarget::open, OptionTarget::load, OptionTarget::keys, OptionTarget::signature}));
     return [args] { return run_load(*args); };
 }
 

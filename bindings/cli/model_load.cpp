@@ -55,8 +55,8 @@ int run_model_load(const ModelLoad& load) {
     options.load = load.options;
     options.open = load.open;
     options.keep_tensors = false; // counted, then freed: the command measures the load
-    if (load.signature.given()) {
-        options.signature = load.signature.check(load.options.worker_threads);
+    if (!load.signature.signature_file.empty()) {
+        options.signature = load.signature;
     }
     auto loaded = load_model(load.model, options);
     if (!loaded) {

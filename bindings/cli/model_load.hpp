@@ -8,8 +8,7 @@
 // anything is reported as loaded.
 #pragma once
 
-#include "signature_flags.hpp"
-
+#include "ringload/model_signing.hpp"
 #include "ringload/ringload.hpp"
 
 #include <functional>
@@ -20,7 +19,7 @@ namespace ringload::cli {
 struct ModelLoad {
     std::string model; // a folder, or one file
     LoadOptions options;
-    SignatureFlags signature; // empty signature: none
+    SignatureCheck signature; // empty signature_file: none
     bool json = false;
     std::function<Result<Deserializer>(const std::string& file)> open;
 };

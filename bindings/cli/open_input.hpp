@@ -1,11 +1,10 @@
 // bindings/cli/open_input.hpp
 //
-// What info, load and convert do first: read the key options, then open the input (a path or
-// a URL) with them and the network options.
+// What info, load and convert do first: open the input (a path or a URL) with the option
+// table's settings (the network rows, the key files read by finish_settings).
 #pragma once
 
-#include "key_options.hpp"
-#include "network_options.hpp"
+#include "table_options.hpp"
 
 #include "ringload/io/source_registry.hpp"
 #include "ringload/ringload.hpp"
@@ -20,6 +19,8 @@ inline std::string input_uri_help() {
     return "Model to read: a file path or file:// URI, or " + source_forms_text();
 }
 
-Result<Deserializer> open_input(const std::string& uri, const KeyFileArgs& keys, const NetworkArgs& network);
+inline Result<Deserializer> open_input(const std::string& uri, const LoadSettings& settings) {
+    return Deserializer::open(uri, settings.open);
+}
 
 } // namespace ringload::cli

@@ -9,10 +9,11 @@
 // `ringload sign MODEL --sign-key F --signature F [--ignore-paths P]...` writes one (the key
 // method, files mode, SHA-256) that `model_signing verify key` accepts.
 #include "commands.hpp"
-#include "signature_flags.hpp"
+#include "table_options.hpp"
 
 #include "ringload/model_signing.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -21,9 +22,8 @@ namespace {
 
 struct SignatureArgs {
     std::string model;
-    SignatureFlags flags;
+    TableArgs options; // the option table's signature rows and threads
     std::string sign_key;
-    std::size_t threads = 0;
     bool json = false;
 };
 
@@ -41,8 +41,11 @@ void print_summary(const char* what, const ModelSignatureSummary& summary, bool 
 }
 
 int run_verify(const SignatureArgs& args) {
-    const SignatureCheck check = args.flags.check(args.threads);
-    auto verified = verify_model_signature(args.model, check);
+    LoadSettings settings;
+    if (auto applied = apply_table_options(args.options, settings); !applied) {
+        return report_error(applied.error().message());
+    }
+    auto verified = verify_model_signature(args.model, settings.signature);
     if (!verified) {
         return report_error(verified.error().message());
     }
@@ -51,12 +54,16 @@ int run_verify(const SignatureArgs& args) {
 }
 
 int run_sign(const SignatureArgs& args) {
+    LoadSettings settings;
+    if (auto applied = apply_table_options(args.options, settings); !applied) {
+        return report_error(applied.error().message());
+    }
     SignatureWrite write;
     write.private_key_file = args.sign_key;
-    write.signature_file = args.flags.named.signature_file;
-    write.ignore_paths = args.flags.named.ignore_paths;
-    write.ignore_git_paths = !args.flags.no_git_ignores;
-    write.threads = args.threads;
+    write.signature_file = settings.signature.signature_file;
+    write.ignore_paths = settings.signature.ignore_paths;
+    write.ignore_git_paths = settings.signature.ignore_git_paths;
+    write.threads = settings.signature.threads;
     auto signed_model = sign_model(args.model, write);
     if (!signed_model) {
         return report_error(signed_model.error().message());
@@ -67,8 +74,13 @@ int run_sign(const SignatureArgs& args) {
 
 void add_common(CLI::App& command, SignatureArgs& args, bool trust) {
     command.add_option("model", args.model, "The model: a folder, or one file")->required();
-    add_signature_flags(command, args.flags, true, trust);
-    command.add_option("--threads", args.threads, "Hashing threads (0: one per core)");
+    // `sign` takes what the signature leaves out; `verify` whom to trust too.
+    const auto trust_words = {"public_key", "certificate_chain", "trust_root", "identity", "identity_issuer"};
+    add_table_options(command, args.options, [trust, trust_words](const OptionRow& row) {
+        const bool trust_word = std::find(trust_words.begin(), trust_words.end(), row.name) != trust_words.end();
+        return row.name == "threads" || (row.target == OptionTarget::signature && (trust || !trust_word));
+    });
+    command.get_option("--signature")->required();
     command.add_flag("--json", args.json, "Print one JSON object");
 }
 

@@ -116,8 +116,9 @@ for case in bad["cases"]:
           out.stderr)
 
 for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
-                     (["load", large, "--device", "gpu0"], "not one of cpu, cuda or cuda:N"),
-                     (["load", large, "--dtype", "int8"], "--dtype int8"),
+                     (["load", large, "--device", "gpu0"], "--device: option device must be cpu, cuda or cuda:N"),
+                     (["load", large, "--dtype", "int8"],
+                      "--dtype: option dtype must be float64, float32, float16 or bfloat16, not 'int8'"),
                      (["load", large, "--filter", "("], "regular expression"),
                      (["load", "http://127.0.0.1:1/x.tensors"], "http"),
                      (["load", large, "--slot-size", "1000"], "4096"),
@@ -127,10 +128,14 @@ for args, needle in [(["load", "/nonexistent.tensors"], "not found"),
                      (["load", large, "--passphrase-file", os.devnull], "empty")]:
     out = run(*args)
     check(f"error {args}", out.returncode != 0 and needle in out.stderr and out.stderr.count("\n") == 1, out.stderr)
-# An option's value CLI11 refuses: its own message, which names the option and the words it takes.
+# A choice's value the option table refuses: the option, the words it takes, what was given.
 out = run("load", large, "--prefault", "sometimes")
-check("error --prefault sometimes", out.returncode != 0 and "--prefault: sometimes not in" in out.stderr and
-      "on-touch" in out.stderr and not out.stdout, out.stderr)
+check("error --prefault sometimes", out.returncode != 0 and "--prefault: option prefault must be one of auto, "
+      "background, on-touch" in out.stderr and "not 'sometimes'" in out.stderr and not out.stdout, out.stderr)
+# A flag the command does not know: the same words as an unknown option in Python and vLLM.
+out = run("load", large, "--thread", "2")
+check("error --thread", out.returncode != 0 and "unknown option '--thread'; the options are " in out.stderr and
+      "--threads" in out.stderr and out.stderr.count("\n") == 1, out.stderr)
 
 # --device cuda: on a machine with a GPU the device bytes (copied back) equal the CPU load's;
 # without one, one line that names the device and says why.

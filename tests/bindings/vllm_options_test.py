@@ -52,7 +52,7 @@ def test_unknown_options_are_refused_with_the_known_ones_listed():
 @pytest.mark.parametrize("name, value", [("connections", 0), ("connections", "8"), ("verify_hash", 1),
                                          ("uri", []), ("uri", ""), ("http_version", "3"), ("timeout", True)])
 def test_a_wrong_value_is_named(name, value):
-    with pytest.raises(ValueError, match=f"option '{name}' must be"):
+    with pytest.raises(ValueError, match=f"option {name} must be"):
         weights.parse_options({name: value})
 
 
@@ -276,3 +276,54 @@ def test_into_parameters_defaults_to_the_cpu_only():
     assert default.reads_into_parameters("cpu") and not default.reads_into_parameters("cuda:0")
     assert weights.parse_options({"into_parameters": True}).reads_into_parameters("cuda:0")
     assert not weights.parse_options({"into_parameters": False}).reads_into_parameters("cpu")
+
+
+def _cli_refusal(*args) -> str:
+    out = subprocess.run([os.environ["RINGLOAD_CLI"], "load", *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0, out.stdout
+    return out.stderr
+
+
+def _listed(message: str) -> list:
+    """The names after "the options are " in an unknown option's refusal."""
+    return message.split("the options are ", 1)[1].strip().split(", ")
+
+
+def _front_rows(front: str) -> list:
+    return [row for row in ringload._ringload.option_table() if front in row["fronts"]]
+
+
+@pytest.mark.parametrize("name, value", [("threads", "many"), ("dtype", "int8"), ("slot_size", "-1")])
+def test_a_mistyped_value_gets_the_same_words_from_the_cli_python_and_vllm(tmp_path, name, value):
+    """One table (ringload/options.hpp) checks a value for every front end: the CLI's flag, a
+    Python entry point's keyword and the server loaders' extra config say the same sentence."""
+    path = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.ones(3)}, str(path))
+    row = next(row for row in ringload._ringload.option_table() if row["name"] == name)
+    cli = _cli_refusal(str(path), row["cli_flag"], value)
+    with pytest.raises(ValueError) as python:
+        ringload.TensorDeserializer(str(path), device="cpu", **{name: value})
+    sentence = f"option {name} must be "
+    said = str(python.value)[str(python.value).index(sentence):]
+    assert said.endswith(f", not '{value}'") and said in cli
+    if "server" in row["fronts"]:
+        with pytest.raises(ValueError) as server:
+            weights.parse_options({name: value})
+        assert str(server.value).endswith(said)
+
+
+def test_an_unknown_option_gets_the_same_words_listing_what_each_front_end_takes(tmp_path):
+    path = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.ones(3)}, str(path))
+    cli = _cli_refusal(str(path), "--thread", "2")
+    assert "unknown option '--thread'; the options are " in cli
+    assert {row["cli_flag"] for row in _front_rows("cli") if row["kind"] != "flag" or row["default"] != "true"} <= \
+        set(_listed(cli))
+    with pytest.raises(ValueError) as python:
+        ringload.TensorDeserializer(str(path), device="cpu", thread=2)
+    assert "unknown option 'thread'; the options are " in str(python.value)
+    assert _listed(str(python.value)) == [row["name"] for row in _front_rows("python")]
+    with pytest.raises(ValueError) as server:
+        weights.parse_options({"thread": 2})
+    assert "unknown option 'thread'; the options are " in str(server.value)
+    assert _listed(str(server.value)) == [row["name"] for row in _front_rows("server")] == list(weights.OPTIONS)

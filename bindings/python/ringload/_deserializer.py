@@ -27,7 +27,7 @@ from ._slices import drop_dims, load_slices, normalize_index
 from ._opening import open_engine
 from ._file_objects import source_of
 from ._file_reads import Entry, FileReads
-from ._tensors import CONVERTIBLE, dtype_name, to_numpy, to_torch, torch_dtype
+from ._tensors import dtype_name, to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
@@ -97,8 +97,12 @@ class TensorDeserializer(collections.abc.Mapping):
         del plaid_mode, num_readers  # tensorizer's knobs; the engine needs neither
         device = _device_text(device if device is not None else _default_device())
         dtype = dtype_name(dtype)
-        if dtype is not None and dtype not in CONVERTIBLE:
-            raise ValueError(f"dtype must be one of {', '.join(CONVERTIBLE)}, not {dtype}")
+        # The option table's rows, checked with the words of the CLI and the server loaders.
+        for name, value in (("device", device if device != "meta" else None), ("dtype", dtype),
+                            ("ring_bytes", ring_bytes), ("slot_size", slot_size),
+                            ("threads", threads)):
+            if value is not None:
+                _ringload.check_option(name, value, "python")
         self._verify_hash = bool(verify_hash)
         self._secret = secret_kwargs(encryption)  # to_redis re-encrypts with it
         uri, self._spooled = source_of(file_obj)

@@ -46,24 +46,23 @@ def weight_extensions() -> tuple:
     return tuple(extension for facts in _ringload.formats() for extension in facts["extensions"])
 
 
-def maps_by_name(uri) -> bool:
-    """Whether the extension of `uri` names a format whose tensors a CPU load may leave in the
-    file's pages (the engine's Format::tensors_mappable: safetensors)."""
-    text = str(uri)
-    return any(facts["tensors_mappable"] and text.endswith(extension)
-               for facts in _ringload.formats() for extension in facts["extensions"])
+def _placement_words(options: dict) -> dict:
+    """What a load's keyword arguments say that placement depends on."""
+    return {"verify": bool(options.get("verify_hash")), "encrypted": options.get("encryption") is not None,
+            "signed": options.get("signature") is not None}
 
 
-def cached_local_file(uri) -> Optional[str]:
-    """The local file `uri` names when the page cache holds it (the engine's read_mode "auto"
-    would read it from there), else None. A CPU load maps such a file's pages (placement
-    "mapped"): reading it again through the ring would copy what memory already holds, while a
-    cold file is read faster with O_DIRECT (docs/benchmarks.md)."""
-    try:
-        path = local_path(uri)
-    except RingloadError:  # a scheme:// no source takes
-        return None
-    return path if path is not None and _ringload.mostly_in_page_cache(os.path.realpath(path)) else None
+def auto_placement(uri, device, use: str, options: dict) -> str:
+    """Placement "auto" for a load of `uri` by the engine's one rule (ringload/placement.hpp):
+    "mapped" where its tensors may stay in the file's pages and the page cache holds it (use
+    "into_parameters": only on one CPU or less), else "auto" (the arena, or the pages where the
+    arena would not fit). `options`: the load's keywords (verify_hash, encryption, signature)."""
+    return _ringload.choose_placement("auto", str(uri), str(device), use, **_placement_words(options))
+
+
+def why_not_mappable(uri, device, options: dict) -> Optional[str]:
+    """Why the tensors of `uri` cannot stay in its pages (ringload/placement.hpp), or None."""
+    return _ringload.why_not_mappable(str(uri), str(device), **_placement_words(options))
 
 
 def fsspec_reader(uri: str):
@@ -96,12 +95,12 @@ def open_engine(uri: str, **kwargs):
     if given is None:
         reader = fsspec_reader(uri)
         return _ringload.Deserializer(uri, reader=reader, **kwargs) if reader else _ringload.Deserializer(uri, **kwargs)
-    model, signed = open_signed(uri, given)
+    _, signed = open_signed(uri, given)
     from .errors import RingloadError
     try:
         engine = _ringload.Deserializer(uri, **kwargs)
     except RingloadError:
-        model.verify_file(signed.path)  # a changed file may fail its parse first: say it changed
+        signed.raise_if_changed()  # a changed file may fail its parse first: the engine's rule says so
         raise
     engine.set_signed_file(signed)
     return engine

@@ -59,18 +59,17 @@ class ParameterLoadReport:
 _OPEN_ONLY = ("verify_hash", "process_group", "placement")
 
 
-def _mappable(source: str, kwargs: dict) -> bool:
-    """A file the engine can leave in its pages: local, safetensors, unencrypted, unverified."""
-    from ._opening import local_path, maps_by_name
-    return (local_path(source) is not None and maps_by_name(source) and "encryption" not in kwargs
-            and not kwargs.get("verify_hash") and kwargs.get("signature") is None)
-
-
 def _maps(source: str, kwargs: dict, map_files) -> bool:
-    if not map_files or not _mappable(source, kwargs):
+    """Whether `source`'s parameters are backed by its pages, by the engine's rule
+    (ringload/placement.hpp): True: wherever they may be; "cached": where the page cache holds
+    the file too; "auto": as placement "auto" decides for a load into parameters."""
+    from ._opening import auto_placement, why_not_mappable
+    if not map_files:
         return False
-    from ._opening import cached_local_file
-    return map_files != "cached" or cached_local_file(source) is not None
+    if map_files is True:
+        return why_not_mappable(source, "cpu", kwargs) is None
+    use = "into_parameters" if map_files == "auto" else "handed_over"
+    return auto_placement(source, "cpu", use, kwargs) == "mapped"
 
 
 def _open_all(sources: List[str], kwargs: dict, map_files):
@@ -169,29 +168,12 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
     return rest
 
 
-def cpus_available() -> float:
-    """The CPUs this process may use: its affinity, or fewer where a cgroup quota says so."""
-    import os
-    count = float(len(os.sched_getaffinity(0)))
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as file:
-            quota, period = file.read().split()
-        if quota != "max":
-            count = min(count, int(quota) / int(period))
-    except (OSError, ValueError):
-        pass
-    return count
-
-
 def maps_files(placement: str):
     """load_into_parameters' map_files for a placement: "mapped": parameters backed by the
-    file's pages where they can be (True); "arena": copied into (False); "auto": mapped where
-    the process may use one CPU or less (a server's bound worker, a one-CPU quota: copies, and
-    the first writes to fresh memory they make, are what the load waits for) and the file is
-    in the page cache ("cached": cold, O_DIRECT reads copied in were faster; docs/benchmarks.md)."""
-    if placement == "mapped":
-        return True
-    return "cached" if placement == "auto" and cpus_available() <= 1 else False
+    file's pages where they can be (True); "arena": copied into (False); "auto": as the engine's
+    rule decides for each file (ringload/placement.hpp: on one CPU or less, where the page cache
+    holds it)."""
+    return {"mapped": True, "auto": "auto"}.get(placement, False)
 
 
 def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dict, model=None,

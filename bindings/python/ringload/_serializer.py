@@ -46,7 +46,8 @@ class TensorSerializer:
         _ringload.check_write_format(format, encryption is not None)  # the registry's formats, with its message
         # The option table's settings (gcs_credentials, s3_endpoint, ...) for a remote target;
         # the rest of `unused` is tensorizer's arguments that ringload has no use for.
-        self._network = {k: v for k, v in unused.items() if k in {row["name"] for row in _ringload.option_table()}}
+        opening = {row["name"] for row in _ringload.option_table() if row["target"] == "open"}
+        self._network = {k: v for k, v in unused.items() if k in opening}
         self._format, self._alignment = format, alignment
         # OpenSSF Model Signing of the file, from the SHA-256 the write computes (signature:
         # where; default the file's path + ".sig"); a local path only.

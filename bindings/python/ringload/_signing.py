@@ -57,9 +57,8 @@ def sign_model(model, signature, *, private_key: str, ignore_paths: Iterable[str
                                 ignore_paths=list(ignore_paths), ignore_git_paths=ignore_git_paths, threads=threads)
 
 
-# The words a load takes for a signed model (beside the engine's option table).
-SIGNATURE_OPTIONS = ("signature", "public_key", "certificate_chain", "trust_root", "identity", "identity_issuer",
-                     "model_folder", "ignore_paths", "ignore_git_paths")
+# The words a load takes for a signed model: the option table's signature rows.
+SIGNATURE_OPTIONS = tuple(row["name"] for row in _ringload.option_table() if row["target"] == "signature")
 
 
 def take_signature(options: dict) -> Optional[dict]:

@@ -20,74 +20,15 @@ from . import _ringload
 from ._opening import is_remote
 
 
-def _positive_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+# The words the server loaders take (vLLM's and SGLang's model_loader_extra_config): the rows of
+# the engine's option table that name the "server" front end (ringload/options.hpp): network,
+# placement, ring and threads, verify_hash, keys, the signature's, each registered source's, and
+# the loaders' own (uri, read_once, into_parameters, save_sharded_state). Each is checked by
+# the engine (_ringload.check_option), with the words the CLI and the Python entry points use.
+OPTIONS = {row["name"]: row for row in _ringload.option_table() if "server" in row["fronts"]}
 
-
-def _non_negative_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-
-
-def _text(value) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-def _uris(value) -> bool:
-    if isinstance(value, str):
-        return value != ""
-    return isinstance(value, list) and value != [] and all(_text(item) for item in value)
-
-
-def _engine_option(row: dict):
-    """(check, what it must be) for a row of the engine's option table (ringload/options.hpp)."""
-    kind, default = row["kind"], f" (default {row['default']})" if row["default"] else ""
-    if kind == "choice":
-        return (lambda v, choices=tuple(row["choices"]): v in choices,
-                " or ".join(f'"{choice}"' for choice in row["choices"]) + default)
-    return {
-        "count": (_positive_int, "a positive integer" + default),
-        "bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
-        "seconds": (_number, "seconds, a positive number" + default),
-        "flag": (lambda v: isinstance(v, bool), "true or false"),
-    }.get(kind, (_text, row["help"]))
-
-
-# name -> (check, what it must be): the loader's own, then every row of the engine's option
-# table (network, placement, each registered source's: s3_endpoint, gcs_credentials, ...).
-# Everything but uri, key_file, passphrase_file, read_once, into_parameters and
-# save_sharded_state goes to stream_tensors (TensorDeserializer's keyword arguments) by name.
-OPTIONS = {
-    "uri": (_uris, "a path or URL (file, or any registered source's: "
-            + ", ".join(source["uri_forms"] for source in _ringload.sources()) + "), or a list of them"),
-    "verify_hash": (lambda v: isinstance(v, bool), "true or false"),
-    "key_file": (_text, "the path of a file holding the raw 32-byte key"),
-    "passphrase_file": (_text, "the path of a file holding the passphrase"),
-    **{row["name"]: _engine_option(row) for row in _ringload.option_table()},
-    "ring_bytes": (_non_negative_int, "bytes, an integer (0: the default)"),
-    "slot_size": (_non_negative_int, "bytes, an integer (0: the default)"),
-    "threads": (_non_negative_int, "an integer (0: one per core)"),
-    "read_once": (lambda v: isinstance(v, bool), "true or false (default true: with tensor parallelism, the "
-                  "ranks split the reading and share the bytes over their group)"),
-    "into_parameters": (lambda v: isinstance(v, bool), "true or false (default: on the CPU, each tensor is read "
-                        "straight into the parameters the model's load_weights would copy it to; on a GPU only "
-                        "when true, until checked on a device)"),
-    "save_sharded_state": (_text, "a folder: after loading, each rank writes its parameters there in vLLM's "
-                           "pre-sharded layout (python -m ringload.vllm_convert --sharded)"),
-    "signature": (_text, "the model's OpenSSF Model Signing signature file: every weight file is verified "
-                  "while it loads, the folder's other files after; a mismatch fails the start"),
-    "public_key": (_text, "the signer's PEM public key (with signature)"),
-    "certificate_chain": (_uris, "PEM certificates to trust for a certificate signature (a path or a list)"),
-    "trust_root": (_text, "a keyless signature: Sigstore's trusted_root.json (or a ClientTrustConfig), checked "
-                   "offline"),
-    "identity": (_text, "a keyless signature: who must have signed (the certificate's email or URI)"),
-    "identity_issuer": (_text, "a keyless signature: the OIDC issuer that vouched for identity"),
-    "model_folder": (_text, "the signed model's folder (default: the weight files' folder)"),
-}
-
+# uri, key_file, passphrase_file, read_once, into_parameters and save_sharded_state the loader
+# applies itself; the others go to stream_tensors (TensorDeserializer's keywords) by name.
 
 @dataclass
 class LoaderOptions:
@@ -111,18 +52,23 @@ def parse_options(extra_config) -> LoaderOptions:
         raise ValueError("ringload: model_loader_extra_config must be a JSON object (a dict), not "
                          f"{type(extra_config).__name__}")
     config = dict(extra_config or {})
-    unknown = sorted(set(config) - set(OPTIONS))
+    unknown = [name for name in config if name not in OPTIONS]
     if unknown:
-        raise ValueError(f"ringload: unknown option(s) {', '.join(map(repr, unknown))} in "
-                         f"model_loader_extra_config; the known ones are: {', '.join(OPTIONS)}")
+        try:
+            _ringload.check_option(unknown[0], None, "server")
+        except ValueError as error:  # the engine's words, every unknown name in them
+            names = ", ".join(map(repr, unknown))
+            raise ValueError(f"ringload: model_loader_extra_config: {str(error).replace(repr(unknown[0]), names, 1)}"
+                             ) from None
     for name, value in config.items():
-        check, wanted = OPTIONS[name]
-        if not check(value):
-            raise ValueError(f"ringload: model_loader_extra_config option {name!r} must be {wanted}, not {value!r}")
+        try:
+            config[name] = _ringload.check_option(name, value, "server")
+        except ValueError as error:
+            raise ValueError(f"ringload: model_loader_extra_config: {error}") from None
     if "key_file" in config and "passphrase_file" in config:
         raise ValueError("ringload: give key_file or passphrase_file in model_loader_extra_config, not both")
     uris = config.pop("uri", [])
-    options = LoaderOptions(uris=[uris] if isinstance(uris, str) else list(uris),
+    options = LoaderOptions(uris=list(uris),
                             read_once=config.pop("read_once", True),
                             into_parameters=config.pop("into_parameters", None),
                             save_sharded_state=config.pop("save_sharded_state", None))

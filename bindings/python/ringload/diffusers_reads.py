@@ -51,12 +51,13 @@ class Reads:
             self.placements.append(placement)
 
 
-def _placement_for(path: str, device: str, asked: str) -> str:
-    """asked, or for "auto": the file's pages where a local file on the CPU is cached."""
+def _placement_for(path: str, device: str, asked: str, options: dict) -> str:
+    """asked, or for "auto" the engine's rule (ringload/placement.hpp): the file's pages where
+    they may be the tensors and the page cache holds the file."""
     if asked != "auto":
         return asked
-    from ._opening import cached_local_file
-    return "mapped" if device == "cpu" and cached_local_file(path) is not None else "auto"
+    from ._opening import auto_placement
+    return auto_placement(path, device, "handed_over", options)
 
 
 def _reader(original, reads: Reads, placement: str, options: dict):
@@ -65,7 +66,7 @@ def _reader(original, reads: Reads, placement: str, options: dict):
             return original(checkpoint_file, disable_mmap=disable_mmap, map_location=map_location)
         from ._deserializer import TensorDeserializer
         path, device = str(checkpoint_file), str(map_location)
-        chosen = _placement_for(path, device, placement)
+        chosen = _placement_for(path, device, placement, options)
         with TensorDeserializer(path, device=device, placement=chosen, **options) as deserializer:
             tensors = deserializer.flat_tensors()
             reads.add(len(tensors), deserializer.total_bytes_read, chosen)

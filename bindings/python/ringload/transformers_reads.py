@@ -82,12 +82,6 @@ def _local_path(filename) -> bool:
     return local_path(filename) is not None
 
 
-def _cached(filename) -> bool:
-    """Mapped when cached, its pages are the parameters (_opening.cached_local_file)."""
-    from ._opening import cached_local_file
-    return cached_local_file(filename) is not None
-
-
 def _key_of(filename) -> str:
     from ._opening import local_path
     return os.path.realpath(local_path(filename))
@@ -105,9 +99,9 @@ class _Opened:
         self._args = (filename, framework, device)
         self._backend, self._options = backend, options
         self._chosen = placement == "auto"  # the placement is ours to choose (and to change)
-        if self._chosen:
-            placement = "mapped" if _is_cpu(device) and _local_path(filename) and framework in ("pt", "torch") \
-                and _cached(filename) else "auto"
+        if self._chosen and framework in ("pt", "torch"):  # torch tensors may be the file's pages
+            from ._opening import auto_placement
+            placement = auto_placement(filename, device, "handed_over", options)
         self.placement = placement
         self.file = self._open(placement)
         self._tensors: Optional[dict] = None

@@ -13,7 +13,9 @@
 #include "ringload/io/source_registry.hpp"
 #include "ringload/model_load.hpp"
 #include "ringload/options.hpp"
+#include "ringload/placement.hpp"
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -34,8 +36,51 @@ const char* kind_word(OptionKind kind) {
             return "text";
         case OptionKind::flag:
             return "flag";
+        case OptionKind::integer:
+            return "integer";
+        case OptionKind::list:
+            return "list";
     }
     return "text";
+}
+
+const char* target_word(OptionTarget target) {
+    switch (target) {
+        case OptionTarget::open:
+            return "open";
+        case OptionTarget::load:
+            return "load";
+        case OptionTarget::keys:
+            return "keys";
+        case OptionTarget::signature:
+            return "signature";
+        case OptionTarget::front_end:
+            return "front_end";
+    }
+    return "open";
+}
+
+nb::list front_words(std::uint8_t fronts) {
+    nb::list words;
+    for (const auto& [bit, word] : {std::pair{front_cli, "cli"}, {front_python, "python"}, {front_server, "server"}}) {
+        if ((fronts & bit) != 0) {
+            words.append(word);
+        }
+    }
+    return words;
+}
+
+std::uint8_t front_of(const std::string& word) {
+    if (word == "cli") {
+        return front_cli;
+    }
+    if (word == "python") {
+        return front_python;
+    }
+    if (word == "server") {
+        return front_server;
+    }
+    throw nb::value_error(("front must be cli, python or server, not " + word).c_str());
 }
 
 nb::list option_rows() {
@@ -53,6 +98,9 @@ nb::list option_rows() {
         entry["default"] = row.default_text;
         entry["per_load"] = row.per_load;
         entry["source"] = std::string(row.source);
+        entry["fronts"] = front_words(row.fronts);
+        entry["target"] = target_word(row.target);
+        entry["cli_flag"] = cli_flag_of(row);
         rows.append(entry);
     }
     return rows;
@@ -151,16 +199,170 @@ std::string option_text(const std::string& name, nb::handle value) {
 } // namespace
 
 void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load) {
+    LoadSettings settings;
+    settings.open = std::move(open);
     for (auto [key, value] : given) {
         const std::string name = nb::cast<std::string>(key);
         if (value.is_none()) {
             continue;
         }
-        auto applied = set_option(open, load, name, option_text(name, value));
+        // Deserializer() opens: it takes the rows of opening and the placement of its loads
+        // (the entry points take the other load rows as keywords of their own).
+        const OptionRow* row = option_named(name);
+        if (row != nullptr && row->target != OptionTarget::open && row->name != "placement") {
+            throw nb::value_error(("option " + name + " is a load's, not taken when opening a file").c_str());
+        }
+        auto applied = set_option(settings, name, option_text(name, value), front_python);
         if (!applied) {
             throw nb::value_error(applied.error().message().c_str());
         }
     }
+    open = std::move(settings.open);
+    load.placement = settings.load.placement;
+}
+
+// The engine's words for a value of the wrong kind (option_table.cpp's checked_option_text).
+[[noreturn]] void throw_wrong_kind(const std::string& name, const std::string& wanted, nb::handle value) {
+    throw nb::value_error(fail(errc::invalid_argument, "option " + name + " must be " + wanted + ", not '" +
+                                                           nb::cast<std::string>(nb::str(value)) + "'")
+                              .message()
+                              .c_str());
+}
+
+std::string checked_or_raise(const OptionRow& row, const std::string& text) {
+    auto checked = checked_option_text(row, text);
+    if (!checked) {
+        throw nb::value_error(checked.error().message().c_str());
+    }
+    return std::move(*checked);
+}
+
+// Whether a Python value is of the row's kind before its text is checked: numbers as numbers
+// (not "8", not True), flags as bools, choices and texts as text (a path as os.PathLike too).
+bool python_kind_fits(const OptionRow& row, nb::handle value) {
+    const bool boolean = nb::isinstance<nb::bool_>(value);
+    const bool text = nb::isinstance<nb::str>(value) || nb::hasattr(value, "__fspath__");
+    switch (row.kind) {
+        case OptionKind::flag:
+            return boolean;
+        case OptionKind::count:
+        case OptionKind::bytes:
+        case OptionKind::integer:
+            return nb::isinstance<nb::int_>(value) && !boolean;
+        case OptionKind::seconds:
+            return (nb::isinstance<nb::int_>(value) || nb::isinstance<nb::float_>(value)) && !boolean;
+        case OptionKind::choice:
+            return nb::isinstance<nb::str>(value);
+        case OptionKind::text:
+        case OptionKind::list:
+            return text && !nb::cast<std::string>(nb::str(nb::module_::import_("os").attr("fspath")(value))).empty();
+    }
+    return false;
+}
+
+// `value` checked against option `name` of the table as `front` takes it, and given back as
+// Python holds it: a flag as a bool, a number as an int or float, a list row as a list of
+// texts (one text or several), else text. ValueError with the table's words otherwise.
+nb::object check_option(const std::string& name, nb::handle value, const std::string& front) {
+    const OptionRow* row = option_named(name);
+    const std::uint8_t bit = front_of(front);
+    if (row == nullptr || (row->fronts & bit) == 0) {
+        LoadSettings scratch;
+        throw nb::value_error(set_option(scratch, name, "", bit).error().message().c_str());
+    }
+    if (row->kind == OptionKind::list && !nb::isinstance<nb::str>(value) && nb::hasattr(value, "__iter__") &&
+        !nb::hasattr(value, "__fspath__")) {
+        nb::list texts;
+        for (nb::handle each : value) {
+            if (!python_kind_fits(*row, each)) {
+                throw_wrong_kind(name, what_option_takes(*row), value);
+            }
+            texts.append(nb::module_::import_("os").attr("fspath")(each));
+        }
+        if (texts.size() == 0) {
+            throw_wrong_kind(name, what_option_takes(*row), value);
+        }
+        return texts;
+    }
+    if (!python_kind_fits(*row, value)) {
+        throw_wrong_kind(name, what_option_takes(*row), value);
+    }
+    if (row->kind == OptionKind::text || row->kind == OptionKind::list) {
+        nb::object text = nb::module_::import_("os").attr("fspath")(value);
+        checked_or_raise(*row, nb::cast<std::string>(text));
+        return row->kind == OptionKind::list ? nb::object(nb::list(nb::make_tuple(text))) : text;
+    }
+    const std::string text = checked_or_raise(*row, option_text(name, value));
+    switch (row->kind) {
+        case OptionKind::flag:
+            return nb::bool_(text == "true");
+        case OptionKind::seconds:
+            return nb::float_(std::stod(text));
+        case OptionKind::choice:
+            return nb::str(text.c_str());
+        default:
+            return nb::int_(std::stoll(text));
+    }
+}
+
+// A placement ask from Python's words: the use ("handed_over" or "into_parameters").
+PlacementAsk placement_ask(const std::string& uri, const std::string& device, const std::string& use, bool verify,
+                           bool encrypted, bool signed_file) {
+    if (use != "handed_over" && use != "into_parameters") {
+        throw nb::value_error(("use must be handed_over or into_parameters, not " + use).c_str());
+    }
+    PlacementAsk ask;
+    ask.uri = uri;
+    ask.device = device;
+    ask.use = use == "into_parameters" ? PlacementUse::into_parameters : PlacementUse::handed_over;
+    ask.verify_hashes = verify;
+    ask.encrypted = encrypted;
+    ask.signed_file = signed_file;
+    return ask;
+}
+
+const char* placement_word(Placement placement) {
+    switch (placement) {
+        case Placement::arena:
+            return "arena";
+        case Placement::mapped_file:
+            return "mapped";
+        case Placement::automatic:
+            break;
+    }
+    return "auto";
+}
+
+Placement placement_of(const std::string& word) {
+    LoadSettings scratch; // the option table's words and its refusal
+    if (auto set = set_option(scratch, "placement", word); !set) {
+        throw nb::value_error(set.error().message().c_str());
+    }
+    return scratch.load.placement;
+}
+
+void bind_placement(nb::module_& m) {
+    m.def(
+        "choose_placement",
+        [](const std::string& asked, const std::string& uri, const std::string& device, const std::string& use,
+           bool verify, bool encrypted, bool signed_file) {
+            return std::string(placement_word(choose_placement(
+                placement_of(asked), placement_ask(uri, device, use, verify, encrypted, signed_file))));
+        },
+        nb::arg("asked"), nb::arg("uri"), nb::arg("device") = "cpu", nb::arg("use") = "handed_over",
+        nb::arg("verify") = false, nb::arg("encrypted") = false, nb::arg("signed") = false,
+        "ringload/placement.hpp's choose_placement: `asked`, or for \"auto\" \"mapped\" where the file may stay in "
+        "its pages and the page cache holds it (into parameters: on one CPU or less), else \"auto\"");
+    m.def(
+        "why_not_mappable",
+        [](const std::string& uri, const std::string& device, bool verify, bool encrypted, bool signed_file) {
+            return why_not_mappable(placement_ask(uri, device, "handed_over", verify, encrypted, signed_file));
+        },
+        nb::arg("uri"), nb::arg("device") = "cpu", nb::arg("verify") = false, nb::arg("encrypted") = false,
+        nb::arg("signed") = false,
+        "Why the file's tensors cannot stay in its pages (ringload/placement.hpp), or None when they may");
+    m.def("cpus_available", &cpus_available,
+          "The CPUs this process may use: its affinity, or fewer where its cgroup's CPU quota allows less");
 }
 
 // find_weight_files' answer, or ValueError with its sentence (the folder a user named is input).
@@ -175,7 +377,12 @@ std::vector<std::string> weight_files(const std::string& folder) {
 void bind_facts(nb::module_& m) {
     m.def("option_table", &option_rows,
           "The option table (ringload/options.hpp): one dict per option (name, kind, choices, help, default, "
-          "per_load, source), the shared ones first, then each registered source's");
+          "per_load, source, fronts, target, cli_flag), the shared ones first, then each registered source's");
+    m.def("check_option", &check_option, nb::arg("name"), nb::arg("value").none(), nb::arg("front"),
+          "`value` checked against the option table's row `name` as `front` (cli, python, server) takes it, given "
+          "back as Python holds it (bool, int, float, list of str, str); ValueError with the table's words: an "
+          "unknown option lists the ones that front end takes");
+    bind_placement(m);
     m.def("sources", &source_rows, "The registered sources: name, uri_forms, writes, writes_any_format");
     m.def("source_of", &source_of, nb::arg("uri"),
           "The name of the registered source that reads `uri` (\"s3\", \"gcs\", ...), or None for a local path");

@@ -112,7 +112,22 @@ void bind_signing(nb::module_& m) {
     nb::class_<PySignedFile>(m, "SignedFile", "A file of a signed model: what its loads must hash to")
         .def_prop_ro("path", [](const PySignedFile& self) { return self.file->path; })
         .def_prop_ro("size", [](const PySignedFile& self) { return self.file->size_bytes; })
-        .def_prop_ro("shard_size", [](const PySignedFile& self) { return self.file->shard_bytes; });
+        .def_prop_ro("shard_size", [](const PySignedFile& self) { return self.file->shard_bytes; })
+        .def(
+            "raise_if_changed",
+            [](const PySignedFile& self) {
+                // failure_of_signed_file's rule for a failed open: the engine's words when it changed.
+                Error reported = fail(errc::format_error, "");
+                {
+                    nb::gil_scoped_release released;
+                    reported = failure_of_signed_file(*self.file, reported);
+                }
+                if (reported.code == errc::hash_mismatch) {
+                    throw EngineFailure(reported);
+                }
+            },
+            "After a failed open of the file: raises HashMismatchError naming it where it changed since it was "
+            "signed (ringload/model_signing.hpp, failure_of_signed_file), else returns");
     nb::class_<PySignedModel>(m, "SignedModel",
                               "A model whose signature (bundle, signer, statement, file list) checked out")
         .def("file", &PySignedModel::file, nb::arg("path"), "What a load of `path` must hash to")

@@ -77,6 +77,13 @@ struct SignedFile {
 // may cause before its hash is complete.
 Result<void> verify_signed_file(const SignedFile& file, std::size_t threads = 0);
 
+// What a failed open or load of a signed file reports, one rule for every front end: a file
+// changed since it was signed may fail its parse (its header, a record's) before its hash
+// completes, so unless `failure` is the hash's own or a cancel, the whole file is hashed
+// (verify_signed_file) and a difference is the failure reported, naming the file; else
+// `failure` stands.
+Error failure_of_signed_file(const SignedFile& file, Error failure, std::size_t threads = 0);
+
 // A model whose signature checked out before any of its bytes were read: the bundle's
 // signature with the signer's key or certificates, its statement, and (for a whole folder)
 // the folder's file list against the statement's: an extra or missing file fails here. Then

@@ -425,12 +425,8 @@ Result<LoadedModel> Deserializer::Impl::load_signed(const LoadOptions& options, 
         holding.on_tensor = [&held](const StreamedTensor& tensor) { held.push_back(tensor); };
     }
     auto model = load_on(holding, layout, pool, ordinal);
-    if (!model && model.error().code != errc::hash_mismatch && model.error().code != errc::cancelled) {
-        // A changed file may fail a parse (a record's header) before its hash completes: say it changed.
-        RL_TRY_VOID(verify_signed_file(*options.signed_file, options.worker_threads));
-    }
     if (!model) {
-        return std::move(model).error();
+        return failure_of_signed_file(*options.signed_file, std::move(model).error(), options.worker_threads);
     }
     for (const StreamedTensor& tensor : held) {
         options.on_tensor(tensor);

@@ -14,6 +14,7 @@
 
 #include "ringload/host_arena.hpp"
 #include "ringload/io/source_registry.hpp"
+#include "ringload/placement.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -23,23 +24,20 @@ namespace ringload {
 
 std::optional<std::string> Deserializer::Impl::why_not_mapped(const LoadOptions& options, const LoadLayout& layout,
                                                               int ordinal) const {
-    if (ordinal != gpu::cpu_ordinal) {
-        return "the load is for " + options.device + ", not the CPU";
+    if (ordinal == gpu::cpu_ordinal && local_path.empty()) {
+        return "it is not a local file"; // a remote source, or a reader the caller gave
     }
-    if (local_path.empty()) {
-        return "it is not a local file";
-    }
-    if (!index.format->tensors_mappable) {
-        // tensorizer data lies at any byte (and its records carry headers the load reads);
-        // torch zip tensors are views of storages, loaded through them.
-        return "only " + formats::names_text(&Format::tensors_mappable) + " files are mapped, this is a " +
-               std::string(index.format_name()) + " file";
-    }
-    if (options.verify_hashes) {
-        return "verify_hashes reads every byte through the hash stages";
-    }
-    if (options.signed_file) {
-        return "a signed file's tensors are the bytes its load hashed, not pages the file may change under";
+    // What every front end asks before the index is read (ringload/placement.hpp), with what
+    // the index says: the format and whether it is encrypted.
+    PlacementAsk ask;
+    ask.uri = local_path;
+    ask.device = ordinal == gpu::cpu_ordinal ? "cpu" : options.device;
+    ask.verify_hashes = options.verify_hashes;
+    ask.encrypted = index.encrypted;
+    ask.signed_file = options.signed_file != nullptr;
+    ask.format = std::string(index.format_name());
+    if (std::optional<std::string> why_not = why_not_mappable(ask)) {
+        return why_not;
     }
     if (layout.tensors.empty()) {
         return "no tensor to load";

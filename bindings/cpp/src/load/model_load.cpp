@@ -34,14 +34,13 @@ Result<FileLoaded> load_one(const ModelLoadOptions& load, const std::string& pat
         RL_TRY(file, signed_model->file(path));
         options.signed_file = std::move(file);
     }
-    auto model = opened ? opened->load(options) : Result<LoadedModel>(opened.error());
-    if (!model && signed_model != nullptr && model.error().code != errc::hash_mismatch &&
-        model.error().code != errc::cancelled) {
-        // A changed file may fail its parse (at open, or a record's header) before its hash:
-        // say that it changed.
-        RL_TRY_VOID(signed_model->verify_file(path));
+    if (!opened) {
+        // A load of a signed file says why itself (load_signed); a failed open, here.
+        return options.signed_file
+                   ? failure_of_signed_file(*options.signed_file, std::move(opened).error(), options.worker_threads)
+                   : std::move(opened).error();
     }
-    RL_TRY(loaded, std::move(model));
+    RL_TRY(loaded, opened->load(options));
     FileLoaded file{path, loaded.tensors.size(), loaded.bytes, loaded.seconds, loaded.how, {}};
     if (load.keep_tensors) {
         file.model = std::move(loaded);

@@ -333,6 +333,16 @@ Result<void> verify_signed_file(const SignedFile& file, std::size_t threads) {
         file.path);
 }
 
+Error failure_of_signed_file(const SignedFile& file, Error failure, std::size_t threads) {
+    if (failure.code == errc::hash_mismatch || failure.code == errc::cancelled) {
+        return failure;
+    }
+    if (auto changed = verify_signed_file(file, threads); !changed) {
+        return changed.error();
+    }
+    return failure;
+}
+
 Result<void> SignedModel::verify_file(const std::string& path) const {
     RL_TRY(expected, file(path));
     return verify_signed_file(*expected, state_->check.threads);

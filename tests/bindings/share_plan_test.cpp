@@ -184,3 +184,55 @@ TEST(SharePlan, BadArgumentsAreRefusedByName) {
 
 } // namespace
 } // namespace ringload
+
+// plan_group_reads: read once into each rank's own parameters.
+namespace ringload {
+namespace {
+
+GroupBox rows(std::uint64_t begin, std::uint64_t end, std::uint64_t columns) {
+    return {{begin, end}, {0, columns}};
+}
+
+TEST(GroupReads, RowSplitsAreReadByTheirOwnersAndTheRestWholeByTheLeastBusyRank) {
+    const std::vector<GroupTensor> checkpoint{{"qkv", {8, 4}, 128}, {"norm", {4}, 16},  {"out", {4, 8}, 128},
+                                              {"unwanted", {2}, 8}, {"big", {2}, 1000}, {"cols", {4, 8}, 128}};
+    std::vector<RankWants> wants(2);
+    wants[0].boxes["qkv"] = {rows(0, 4, 4)};
+    wants[1].boxes["qkv"] = {rows(4, 8, 4)};
+    wants[0].boxes["norm"] = {{{0, 4}}};
+    wants[1].boxes["norm"] = {{{0, 4}}}; // both want every row: replicated, one reads it
+    wants[0].whole.insert("out");        // a loader computes with it whole
+    wants[1].boxes["out"] = {rows(0, 2, 8)};
+    wants[0].boxes["big"] = {{{0, 2}}};
+    wants[1].boxes["big"] = {{{0, 2}}};
+    wants[0].boxes["cols"] = {{{0, 4}, {0, 4}}}; // column cuts: rows read through
+    wants[1].boxes["cols"] = {{{0, 4}, {4, 8}}};
+    const GroupReadPlan plan = plan_group_reads(checkpoint, wants, false);
+    EXPECT_EQ(plan.split_by_rows, (std::vector<std::string>{"qkv"}));
+    ASSERT_EQ(plan.shared.size(), 4U);
+    EXPECT_EQ(plan.shared[0].name, "norm");
+    EXPECT_EQ(plan.shared[0].reader, 0U); // a tie: the lower rank
+    EXPECT_EQ(plan.shared[0].ranks, (std::vector<std::uint32_t>{0, 1}));
+    EXPECT_EQ(plan.shared[1].name, "out");
+    EXPECT_EQ(plan.shared[1].reader, 1U); // rank 0 reads 16 bytes already
+    EXPECT_EQ(plan.shared[2].name, "big");
+    EXPECT_EQ(plan.shared[2].reader, 0U); // 16 < 128
+    EXPECT_EQ(plan.shared[3].name, "cols");
+    EXPECT_EQ(plan.shared[3].reader, 1U); // 1016 > 128
+}
+
+TEST(GroupReads, WholeOnlyAndOverlappingRowsShareEveryTensor) {
+    const std::vector<GroupTensor> checkpoint{{"qkv", {8, 4}, 128}};
+    std::vector<RankWants> wants(2);
+    wants[0].boxes["qkv"] = {rows(0, 4, 4)};
+    wants[1].boxes["qkv"] = {rows(4, 8, 4)};
+    EXPECT_TRUE(plan_group_reads(checkpoint, wants, true).split_by_rows.empty()); // hashes cover whole tensors
+    wants[1].boxes["qkv"] = {rows(3, 8, 4)};                                      // row 3 twice
+    const GroupReadPlan overlapping = plan_group_reads(checkpoint, wants, false);
+    EXPECT_TRUE(overlapping.split_by_rows.empty());
+    ASSERT_EQ(overlapping.shared.size(), 1U);
+    EXPECT_EQ(overlapping.shared[0].ranks, (std::vector<std::uint32_t>{0, 1}));
+}
+
+} // namespace
+} // namespace ringload

@@ -2,7 +2,9 @@
 (_parameter_load.py's `group`).
 
 Every rank learns its own plan (its rows and columns of each tensor), then the ranks tell each
-other what they want (all_gather_object) and split the checkpoint the same way on every rank:
+other what they want (all_gather_object) and the engine's planner (plan_group_reads,
+ringload/share_plan.hpp) splits the checkpoint the same way on every rank; this module only
+moves the bytes:
 
   - a tensor the ranks want as disjoint whole-row ranges (column-parallel weights, vocabulary-
     parallel embeddings) is read by each rank itself, its own rows straight into its own
@@ -22,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Set, Tuple
 
+from . import _ringload
 from ._distributed import global_rank
 from ._parameter_plan import Piece
-from ._slices import is_whole
 from ._tensors import torch_dtype
 
 
@@ -36,47 +38,21 @@ class GroupShare:
     shared: List[Tuple[str, int, List[int]]] = field(default_factory=list)
 
 
-def _overlap(a, b) -> bool:
-    return all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(a, b))
-
-
-def _split_by_rows(wants, shape) -> bool:
-    """Each wanting rank takes whole rows only, and no two ranks the same ones."""
-    boxes = [(rank, box) for rank, (planned, _) in wants for box in planned]
-    if any(not is_whole(box, shape, 1) for _, box in boxes):
-        return False
-    return not any(_overlap(a, b) for k, (rank_a, a) in enumerate(boxes) for rank_b, b in boxes[k + 1:]
-                   if rank_a != rank_b)
-
-
 def share_over_group(group, checkpoint, planned: Dict[str, List[Piece]], handed: Set[str],
                      whole_only: bool) -> GroupShare:
     """The group's split of `checkpoint` ((name, shape, bytes) in one order on every rank);
-    whole_only: every tensor read whole by one rank (encrypted or verified files)."""
+    whole_only: every tensor read whole by one rank (encrypted or verified files). The ranks
+    tell each other what they want; the engine's planner (ringload/share_plan.hpp,
+    plan_group_reads) splits it, the same way on every rank."""
     import torch.distributed as dist
     rank, world_size = dist.get_rank(group), dist.get_world_size(group)
-    mine = ({name: [piece.ranges for piece in pieces] for name, pieces in planned.items()}, sorted(handed))
+    mine = ({name: [[tuple(r) for r in piece.ranges] for piece in pieces] for name, pieces in planned.items()},
+            sorted(handed))
     everyone = [None] * world_size
     dist.all_gather_object(everyone, mine, group=group)
-    share = GroupShare()
-    reading = [0] * world_size  # bytes each rank reads whole for the group
-    for name, shape, nbytes in checkpoint:
-        wants = [(r, (boxes.get(name, ()), name in whole)) for r, (boxes, whole) in enumerate(everyone)
-                 if name in boxes or name in whole]
-        if not wants:
-            continue
-        if not whole_only and not any(whole for _, (_, whole) in wants) and _split_by_rows(
-                [(r, (boxes, whole)) for r, (boxes, whole) in wants], shape):
-            if name in planned:
-                share.own[name] = planned[name]
-            continue
-        ranks = [r for r, _ in wants]
-        reader = min(ranks, key=lambda r: (reading[r], r))
-        reading[reader] += nbytes
-        if reader == rank:
-            share.owned.add(name)
-        share.shared.append((name, reader, ranks))
-    return share
+    split, shared = _ringload.plan_group_reads([(n, list(s), b) for n, s, b in checkpoint], everyone, whole_only)
+    return GroupShare(own={name: planned[name] for name in split if name in planned},
+                      owned={name for name, reader, _ in shared if reader == rank}, shared=shared)
 
 
 def agree_reads_succeeded(group, failure) -> None:

@@ -14,9 +14,13 @@
 #include "ringload/model_load.hpp"
 #include "ringload/options.hpp"
 #include "ringload/placement.hpp"
+#include "ringload/share_plan.hpp"
 
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 namespace ringload::python {
@@ -365,6 +369,28 @@ void bind_placement(nb::module_& m) {
           "The CPUs this process may use: its affinity, or fewer where its cgroup's CPU quota allows less");
 }
 
+using GroupCheckpoint = std::vector<std::tuple<std::string, std::vector<std::uint64_t>, std::uint64_t>>;
+using GroupWants = std::vector<std::pair<std::map<std::string, std::vector<GroupBox>>, std::vector<std::string>>>;
+
+// plan_group_reads (ringload/share_plan.hpp) for _parameter_group.py: the ranks' wants as
+// all_gather_object gave them, the plan as (split_by_rows, [(name, reader, ranks)]).
+nb::tuple group_reads(const GroupCheckpoint& checkpoint, const GroupWants& wants, bool whole_only) {
+    std::vector<GroupTensor> tensors;
+    for (const auto& [name, shape, bytes] : checkpoint) {
+        tensors.push_back({name, shape, bytes});
+    }
+    std::vector<RankWants> ranks;
+    for (const auto& [boxes, whole] : wants) {
+        ranks.push_back({boxes, std::set<std::string>(whole.begin(), whole.end())});
+    }
+    const GroupReadPlan plan = plan_group_reads(tensors, ranks, whole_only);
+    nb::list shared;
+    for (const GroupRead& read : plan.shared) {
+        shared.append(nb::make_tuple(read.name, read.reader, read.ranks));
+    }
+    return nb::make_tuple(plan.split_by_rows, shared);
+}
+
 // find_weight_files' answer, or ValueError with its sentence (the folder a user named is input).
 std::vector<std::string> weight_files(const std::string& folder) {
     auto found = find_weight_files(folder);
@@ -383,6 +409,9 @@ void bind_facts(nb::module_& m) {
           "back as Python holds it (bool, int, float, list of str, str); ValueError with the table's words: an "
           "unknown option lists the ones that front end takes");
     bind_placement(m);
+    m.def("plan_group_reads", &group_reads, nb::arg("checkpoint"), nb::arg("wants"), nb::arg("whole_only"),
+          "ringload/share_plan.hpp's plan_group_reads: checkpoint [(name, shape, bytes)], wants per rank "
+          "({name: [box]}, [whole names]); gives (split_by_rows, [(name, reader, ranks)])");
     m.def("sources", &source_rows, "The registered sources: name, uri_forms, writes, writes_any_format");
     m.def("source_of", &source_of, nb::arg("uri"),
           "The name of the registered source that reads `uri` (\"s3\", \"gcs\", ...), or None for a local path");

@@ -1,5 +1,10 @@
 // ringload/share_plan.hpp
 //
+// The read-once planners, both here: plan_shares for loads that hand tensors over (each rank
+// reads a share of one flat buffer), plan_group_reads for loads into each rank's own
+// parameters (each rank reads its own rows where the ranks split a tensor by rows, else one
+// rank reads it whole for those that want it). The front ends only move the bytes.
+//
 // Read once per group: which bytes each of `world_size` ranks reads, and where every tensor's
 // bytes come from, for a server that moves them with its own communication (NCCL, MPI, ...).
 // The Python package's process_group= load runs this plan over torch.distributed.
@@ -25,8 +30,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ringload {
@@ -72,5 +81,43 @@ struct ShareOptions {
 // tensors become it), which sets each tensor's size in the buffer.
 Result<SharePlan> plan_shares(const Index& index, std::span<const std::size_t> wanted, std::optional<DType> dtype,
                               std::uint32_t world_size, const ShareOptions& options = {});
+
+// Read once into each rank's own parameters (tensor parallelism): what each rank's loader wants
+// of each tensor, and who reads what.
+using GroupBox = std::vector<std::pair<std::uint64_t, std::uint64_t>>; // [start, stop) per dimension
+
+struct GroupTensor {
+    std::string name;
+    std::vector<std::uint64_t> shape;
+    std::uint64_t bytes = 0;
+};
+
+struct RankWants {
+    std::map<std::string, std::vector<GroupBox>> boxes; // per tensor: the boxes its parameters take
+    std::set<std::string> whole;                        // tensors it wants handed over whole
+};
+
+struct GroupRead {
+    std::string name;
+    std::uint32_t reader = 0;         // reads it whole
+    std::vector<std::uint32_t> ranks; // want it (the reader sends it to the others)
+};
+
+struct GroupReadPlan {
+    // Tensors the wanting ranks take as disjoint whole-row ranges (column-parallel weights,
+    // vocabulary-parallel embeddings): each reads its own rows straight into its parameters;
+    // together they read it once, and nothing moves between them.
+    std::vector<std::string> split_by_rows;
+    // Any other wanted tensor (replicated ones, column cuts, one a loader computes with, every
+    // tensor where `whole_only`), in checkpoint order: read whole by the rank with the fewest
+    // such bytes so far (then the lowest rank).
+    std::vector<GroupRead> shared;
+};
+
+// `checkpoint`: the tensors in one order on every rank; `wants`: one per rank (what each said);
+// `whole_only`: every tensor read whole by one rank (an encrypted or verified file: hashes and
+// seals cover whole tensors). The plan depends only on its arguments: every rank makes the same.
+GroupReadPlan plan_group_reads(std::span<const GroupTensor> checkpoint, std::span<const RankWants> wants,
+                               bool whole_only);
 
 } // namespace ringload

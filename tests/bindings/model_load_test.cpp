@@ -81,6 +81,15 @@ TEST(FindWeightFiles, NamesAFolderWithoutWeightsAndAPathThatIsNotOne) {
     EXPECT_NE(not_folder.error().detail.find("is not a local folder"), std::string::npos);
 }
 
+TEST(SlotsPerFile, FilesSideBySideShareOneRingsReadsInFlight) {
+    EXPECT_EQ(slots_per_file(1), 32U);
+    EXPECT_EQ(slots_per_file(2), 16U);
+    EXPECT_EQ(slots_per_file(4), 8U);
+    EXPECT_EQ(slots_per_file(8), 4U);
+    EXPECT_EQ(slots_per_file(64), 4U); // never fewer than 4 each
+    EXPECT_EQ(slots_per_file(4, true), 32U); // slots held until hashed: each its own 32
+}
+
 TEST(LoadModel, LoadsEachWeightFileAsItsOwnLoadWould) {
     TempDir dir;
     const std::vector<std::string> fixtures{"basic_v1.tensors", "large_mixed_v2.tensors", "module_v1.tensors"};

@@ -251,13 +251,17 @@ def _read_side_by_side(opened, planned, handed: set, verify: bool, report: Param
     """_read_all for signed sources: as many read at once as `ringload load DIR` reads of a signed
     folder (the engine's files_read_at_once: two per core, fewer where memory is short; the engine
     releases the GIL); each file's handed tensors go to load_weights in file order, once it is
-    read and verified. Each keeps its own ring (32 reads in flight): a parameter seldom lies at
-    its bytes' offset in the file modulo 4096, so the reads land in slots, each held until its
-    bytes are hashed (8 per file, sharing 32: 1.75 s for the 3.5 GB bench model; 16: 1.75 s;
-    32: 1.51 s; one file at a time: 2.2-2.5 s; unsigned: 1.3 s)."""
+    read and verified. Each keeps the reads in flight the engine's slots_per_file gives reads
+    held until hashed (32): a parameter seldom lies at its bytes' offset in the file modulo
+    4096, so the reads land in slots, each held until its bytes are hashed (8 per file, sharing
+    32: 1.75 s for the 3.5 GB bench model; 16: 1.75 s; 32: 1.51 s; one file at a time: 2.2-2.5 s;
+    unsigned: 1.3 s)."""
     from concurrent.futures import ThreadPoolExecutor
     from . import _ringload
     at_once = _ringload.files_read_at_once([deserializer.reads.uri for deserializer in opened], True)
+    for deserializer in opened:
+        if not deserializer.reads.slot_count and not deserializer.reads.slot_size:  # the caller's ring stands
+            deserializer.reads.slot_count = _ringload.slots_per_file(at_once, True)
 
     def read(deserializer):
         own = ParameterLoadReport()  # merged on this thread, in file order: no shared counters

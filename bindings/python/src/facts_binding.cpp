@@ -432,6 +432,9 @@ void bind_facts(nb::module_& m) {
     m.def("files_read_at_once", &files_read_at_once, nb::arg("files"), nb::arg("signed_model"),
           "How many of `files` a model's load reads at once (ringload/model_load.hpp): one per core, two for a "
           "signed model, fewer where memory is short");
+    m.def("slots_per_file", &slots_per_file, nb::arg("files_at_once"), nb::arg("slots_held_until_hashed") = false,
+          "Reads in flight for each of files read side by side (ringload/model_load.hpp): a share of 32, at least 4; "
+          "32 each where their slots are held until hashed");
     m.def("device_text", &device_text, nb::arg("device"),
           "A device as the engine spells it: \"cpu\" or \"cuda:N\" (\"cuda\" is cuda:0; an int N is cuda:N)");
 }

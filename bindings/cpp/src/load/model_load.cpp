@@ -7,6 +7,8 @@
 // the load before anything is reported as loaded.
 #include "ringload/model_load.hpp"
 
+#include "ringload/engine/buffer_ring.hpp"
+
 #include "ringload/engine/worker_pool.hpp"
 #include "ringload/memory_room.hpp"
 
@@ -52,12 +54,8 @@ Result<FileLoaded> load_one(const ModelLoadOptions& load, const std::string& pat
 ModelLoadOptions options_side_by_side(const ModelLoadOptions& load, std::size_t lanes, const CancelToken& stop) {
     ModelLoadOptions each = load;
     if (each.load.slot_count == 0 && lanes > 1) {
-        // The files reading at once share one ring's reads in flight (32, as many as fio needs
-        // to keep this VM's disk busy): more only queue each file's next bytes behind the
-        // others', and its hash, which wants them in order, waits (4 files of 32 reads each:
-        // the first hashes started 60 ms late, the last file's 200 ms late).
-        constexpr std::uint32_t reads_in_flight = 32;
-        each.load.slot_count = std::max<std::uint32_t>(4, reads_in_flight / static_cast<std::uint32_t>(lanes));
+        each.load.slot_count = slots_per_file(lanes); // (4 files of 32 reads each: the first hashes
+                                                      // started 60 ms late, the last file's 200 ms late)
     }
     each.load.cancel = &stop;
     each.load.progress = nullptr; // one bar cannot show loads side by side
@@ -147,6 +145,13 @@ Result<std::vector<std::string>> files_of(const std::string& model, bool folder)
 // hashing threads (HashStream) take two files' bytes per core to run their rounds together
 // (1.45x one file's rate on SHA-NI); it also lets the last files end together rather than one
 // core finishing a file alone.
+std::uint32_t slots_per_file(std::size_t files_at_once, bool slots_held_until_hashed) {
+    if (slots_held_until_hashed || files_at_once <= 1) {
+        return slot_count_default;
+    }
+    return std::max<std::uint32_t>(4, slot_count_default / static_cast<std::uint32_t>(files_at_once));
+}
+
 std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
     const std::size_t cores = available_cores(); // the engine's workers' count: taskset and cpusets
     const std::size_t wanted = signed_model ? 2 * cores : cores;

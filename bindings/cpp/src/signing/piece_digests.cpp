@@ -9,6 +9,7 @@
 #include "ringload/engine/hashes.hpp"
 #include "ringload/engine/worker_pool.hpp"
 #include "ringload/io/file_source.hpp"
+#include "ringload/model_load.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -141,7 +142,7 @@ Result<std::vector<std::string>> hash_ranges(const std::vector<ByteRange>& range
     // As a folder's load: two files per core at once, sharing one ring's reads in flight.
     const std::size_t cores = threads == 0 ? available_cores() : threads;
     const std::size_t at_once = std::clamp<std::size_t>(2 * cores, 1, std::max<std::size_t>(files.size(), 1));
-    const auto slot_count = std::max<std::uint32_t>(4, slot_count_default / static_cast<std::uint32_t>(at_once));
+    const std::uint32_t slot_count = slots_per_file(at_once); // sharing one ring's reads in flight
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::mutex failure_mutex;

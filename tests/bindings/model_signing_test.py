@@ -434,8 +434,8 @@ def python_loads(tmp, model, sigs, keys):
     out = run(MODEL_SIGNING, "verify", "key", os.path.join(tmp, "converted-py.pt"), "--signature",
               summary["signature"], "--public_key", pub)
     check("ringload.convert(sign_key=): model_signing verifies it", out.returncode == 0, out.stderr[-2000:])
-    from ringload import _signing, _vllm_weights
-    options = _vllm_weights.parse_options({"signature": sig, "public_key": pub})
+    from ringload import _signing, _server_weights
+    options = _server_weights.parse_options({"signature": sig, "public_key": pub})
     signed = _signing.open_model([path], options.stream_kwargs)
     checked = signed.verify_files([os.path.join(model, f) for f in os.listdir(model) if f.endswith(
         (".safetensors", ".tensors", ".pt"))])

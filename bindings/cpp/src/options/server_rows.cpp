@@ -1,5 +1,5 @@
 // options/server_rows.cpp: the server loaders' own words (vLLM's and SGLang's
-// --model-loader-extra-config, ringload/_vllm_weights.py): kept as checked text in
+// --model-loader-extra-config, ringload/_server_weights.py): kept as checked text in
 // LoadSettings::given for the loader that applies them.
 #include "options/option_rows.hpp"
 

@@ -1,13 +1,14 @@
-"""What the vLLM loader needs that has nothing to do with vLLM: its options, where a model
-folder keeps its weights, and the (name, tensor) stream over several files.
+"""What the server loaders (vLLM's, SGLang's, vllm_convert) share that belongs to no server:
+their options (the option table's server rows), where a model folder keeps its weights, and
+the (name, tensor) stream over several files.
 
     options = parse_options({"uri": "s3://models/llama.tensors", "verify_hash": True})
     sources = options.uris or find_weight_files("/models/llama")
     for name, tensor in stream_weights(sources, "cpu", options.stream_kwargs):
         ...
 
-Kept apart from vllm_loader.py so that it can be tested, and used by vllm_convert, without
-vLLM installed.
+Kept apart from vllm_loader.py and sglang_loader.py so that it can be tested, and used by
+vllm_convert, without either server installed.
 """
 from __future__ import annotations
 

@@ -26,18 +26,28 @@ SharedRow server_row(std::string_view name, OptionKind kind, std::string_view de
 } // namespace
 
 void add_server_rows(std::vector<SharedRow>& rows) {
-    rows.push_back(server_row("uri", OptionKind::list, "",
-                              "where the weights are: a path or URL of any registered source, or several (default: "
-                              "the model folder's weight files)"));
-    rows.push_back(server_row("read_once", OptionKind::flag, "true",
-                              "with tensor parallelism, the ranks split the reading and share the bytes over their "
-                              "group"));
-    rows.push_back(server_row("into_parameters", OptionKind::flag, "",
-                              "each tensor read straight into the parameters the model's load_weights would copy it "
-                              "to (default: on the CPU; on a GPU only when true, until checked on a device)"));
-    rows.push_back(server_row("save_sharded_state", OptionKind::text, "",
-                              "a folder: after loading, each rank writes its parameters there in vLLM's pre-sharded "
-                              "layout (python -m ringload.vllm_convert --sharded)"));
+    struct Row {
+        std::string_view name;
+        OptionKind kind;
+        std::string_view default_text;
+        std::string_view help;
+    };
+    static constexpr Row server_words[] = {
+        {"uri", OptionKind::list, "",
+         "where the weights are: a path or URL of any registered source, or several (default: the model folder's "
+         "weight files)"},
+        {"read_once", OptionKind::flag, "true",
+         "with tensor parallelism, the ranks split the reading and share the bytes over their group"},
+        {"into_parameters", OptionKind::flag, "",
+         "each tensor read straight into the parameters the model's load_weights would copy it to (default: on the "
+         "CPU; on a GPU only when true, until checked on a device)"},
+        {"save_sharded_state", OptionKind::text, "",
+         "a folder: after loading, each rank writes its parameters there in vLLM's pre-sharded layout (python -m "
+         "ringload.vllm_convert --sharded)"},
+    };
+    for (const Row& row : server_words) {
+        rows.push_back(server_row(row.name, row.kind, row.default_text, row.help));
+    }
 }
 
 } // namespace ringload::options

@@ -145,6 +145,37 @@ def test_the_command_and_vllm_find_the_same_weight_files(tmp_path):
     assert out.returncode != 0 and sentence in out.stderr and sentence in str(raised.value), out.stderr
 
 
+def test_the_command_and_python_load_the_same_model_with_one_call(tmp_path):
+    """One model-level call (ringload/model_load.hpp's load_model): ringload.load_folder reads the
+    files `ringload load DIR` reads, each tensor as written, and a folder without weights fails
+    with the command's sentence."""
+    cli = os.environ["RINGLOAD_CLI"]
+    tensors = {"a": torch.arange(6, dtype=torch.float32), "b": torch.ones(2, 3, dtype=torch.float16)}
+    ringload.save_file({"a": tensors["a"]}, str(tmp_path / "model-00001-of-00002.safetensors"))
+    ringload.save_file({"b": tensors["b"]}, str(tmp_path / "model-00002-of-00002.safetensors"))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    torch.save({"c": torch.zeros(1)}, str(tmp_path / "pytorch_model.bin"))  # a later layout: not read
+    out = subprocess.run([cli, "load", str(tmp_path), "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    files = json.loads(out.stdout)["files"]
+    loaded = ringload.load_folder(tmp_path, threads=2)
+    assert sorted(loaded) == ["a", "b"] and sum(file["tensors"] for file in files) == len(loaded)
+    for name, tensor in tensors.items():
+        assert loaded[name].dtype == tensor.dtype and torch.equal(loaded[name], tensor), name
+    converted = ringload.load_folder(tmp_path, dtype=torch.bfloat16)
+    assert converted["a"].dtype == torch.bfloat16 and torch.equal(converted["a"], tensors["a"].bfloat16())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = subprocess.run([cli, "load", str(empty)], capture_output=True, text=True, timeout=120)
+    with pytest.raises(ringload.RingloadError) as raised:
+        ringload.load_folder(empty)
+    sentence = f"no weights in {empty} (looked for *.safetensors, *.tensors, *.bin, *.pt)"
+    assert out.returncode != 0 and sentence in out.stderr and sentence in str(raised.value), out.stderr
+    with pytest.raises(ValueError, match="option threads must be a whole number"):
+        ringload.load_folder(tmp_path, threads="many")
+
+
 def test_a_missing_source_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "gone.safetensors")):
         weights.check_sources([str(tmp_path / "gone.safetensors"), "http://127.0.0.1:1/x"])

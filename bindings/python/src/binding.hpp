@@ -113,4 +113,9 @@ struct PySignedFile {
 // `load` (facts_binding.cpp); a wrong name or value raises ValueError naming it.
 void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load);
 
+// A load's tensors as _ringload.Loaded (deserializer_binding.cpp), tensor k the model's k-th.
+nb::object loaded_object(LoadedModel model);
+
+void bind_model_load(nb::module_& m); // model_load_binding.cpp
+
 } // namespace ringload::python

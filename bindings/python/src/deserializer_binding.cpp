@@ -474,6 +474,15 @@ void bind_loaded(nb::module_& m) {
                 return strides_of(loaded.model.tensors[loaded.position_of_k[k]]);
             },
             nb::arg("k"), "Tensor k's element steps where it is a strided view of a torch storage, else None")
+        .def(
+            "name",
+            [](const Loaded& loaded, std::size_t k) {
+                if (k >= loaded.position_of_k.size()) {
+                    throw nb::index_error("no such loaded tensor");
+                }
+                return loaded.model.tensors[loaded.position_of_k[k]].info.display_name();
+            },
+            nb::arg("k"), "Tensor k's name, as the file's index gives it")
         .def_prop_ro("seconds", &Loaded::seconds)
         .def_prop_ro("bytes", [](const Loaded& loaded) { return loaded.model.bytes; })
         .def_prop_ro("device", [](const Loaded& loaded) { return loaded.model.device; })
@@ -549,6 +558,16 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
 }
 
 } // namespace
+
+nb::object loaded_object(LoadedModel model) {
+    auto loaded = std::make_shared<Loaded>();
+    loaded->model = std::move(model);
+    loaded->position_of_k.resize(loaded->model.tensors.size());
+    for (std::size_t k = 0; k < loaded->position_of_k.size(); ++k) {
+        loaded->position_of_k[k] = k; // the load's own order: index order
+    }
+    return nb::cast(std::move(loaded));
+}
 
 void bind_deserializer(nb::module_& m) {
     bind_loaded(m);

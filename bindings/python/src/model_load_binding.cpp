@@ -1,0 +1,71 @@
+// bindings/python/src/model_load_binding.cpp
+//
+// _ringload.load_model: the engine's model-level call (ringload/model_load.hpp) for
+// ringload.load_folder, its settings the option table's Python rows (ringload/options.hpp):
+// the weight files found, read side by side, a signature verified in the same read, the first
+// failure reported. The GIL is released for the load.
+#include "binding.hpp"
+
+#include "ringload/model_load.hpp"
+#include "ringload/options.hpp"
+
+#include <nanobind/stl/string.h>
+
+namespace ringload::python {
+namespace {
+
+// The keyword arguments as the option table takes them from Python (check_option's rule:
+// a list row takes several values).
+LoadSettings settings_of(const nb::kwargs& given) {
+    LoadSettings settings;
+    for (auto [key, value] : given) {
+        const std::string name = nb::cast<std::string>(key);
+        if (value.is_none()) {
+            continue;
+        }
+        nb::object checked = nb::module_::import_("ringload._ringload").attr("check_option")(name, value, "python");
+        const bool several = nb::isinstance<nb::list>(checked);
+        for (nb::handle each : several ? nb::list(checked) : nb::list(nb::make_tuple(checked))) {
+            const std::string text = nb::isinstance<nb::bool_>(each) ? (nb::cast<bool>(each) ? "true" : "false")
+                                                                     : nb::cast<std::string>(nb::str(each));
+            if (auto set = set_option(settings, name, text, front_python); !set) {
+                throw nb::value_error(set.error().message().c_str());
+            }
+        }
+    }
+    if (auto finished = finish_settings(settings); !finished) {
+        throw nb::value_error(finished.error().message().c_str());
+    }
+    return settings;
+}
+
+nb::list load(const std::string& model, const nb::kwargs& given) {
+    const LoadSettings settings = settings_of(given);
+    ModelLoadOptions options;
+    options.load = settings.load;
+    if (!settings.signature.signature_file.empty()) {
+        options.signature = settings.signature;
+    }
+    const OpenOptions open = settings.open;
+    options.open = [open](const std::string& path) { return Deserializer::open(path, open); };
+    Result<ModelLoaded> loaded = fail(errc::invalid_argument, "not loaded");
+    {
+        nb::gil_scoped_release released;
+        loaded = load_model(model, options);
+    }
+    nb::list files;
+    for (FileLoaded& file : value_or_throw(std::move(loaded)).files) {
+        files.append(nb::make_tuple(file.path, loaded_object(std::move(file.model))));
+    }
+    return files;
+}
+
+} // namespace
+
+void bind_model_load(nb::module_& m) {
+    m.def("load_model", &load, nb::arg("model"), nb::arg("options"),
+          "ringload/model_load.hpp's load_model of `model` (a folder or one file) with the option table's Python "
+          "rows as keyword arguments: [(path, Loaded)] in find_weight_files' order");
+}
+
+} // namespace ringload::python

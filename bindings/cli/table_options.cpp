@@ -28,13 +28,13 @@ Result<void> refuse_extras(const CLI::App& command) {
             break;
         }
     }
-    std::string known;
+    std::vector<std::string> known;
     for (const CLI::Option* option : command.get_options()) {
         if (!option->get_lnames().empty() && option->get_lnames().front() != "help") {
-            known += (known.empty() ? "--" : ", --") + option->get_lnames().front();
+            known.push_back("--" + option->get_lnames().front());
         }
     }
-    return fail(errc::invalid_argument, "unknown option '" + unknown + "'; the options are " + known);
+    return unknown_option(unknown, known);
 }
 
 } // namespace

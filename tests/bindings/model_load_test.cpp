@@ -86,7 +86,7 @@ TEST(SlotsPerFile, FilesSideBySideShareOneRingsReadsInFlight) {
     EXPECT_EQ(slots_per_file(2), 16U);
     EXPECT_EQ(slots_per_file(4), 8U);
     EXPECT_EQ(slots_per_file(8), 4U);
-    EXPECT_EQ(slots_per_file(64), 4U); // never fewer than 4 each
+    EXPECT_EQ(slots_per_file(64), 4U);       // never fewer than 4 each
     EXPECT_EQ(slots_per_file(4, true), 32U); // slots held until hashed: each its own 32
 }
 

@@ -18,6 +18,10 @@
 #include <stdexcept>
 #include <string>
 
+namespace ringload {
+struct LoadSettings; // ringload/options.hpp
+} // namespace ringload
+
 namespace ringload::python {
 
 namespace nb = nanobind;
@@ -112,6 +116,9 @@ struct PySignedFile {
 // Keyword arguments that are rows of the option table (ringload/options.hpp), set on `open` and
 // `load` (facts_binding.cpp); a wrong name or value raises ValueError naming it.
 void apply_options(const nb::kwargs& given, OpenOptions& open, LoadOptions& load);
+// Option `name` of the table from a Python value, checked as _ringload.check_option checks the
+// Python entry points' keywords (a list row: each of its values); ValueError with its words.
+void set_python_option(LoadSettings& settings, const std::string& name, nb::handle value);
 
 // A load's tensors as _ringload.Loaded (deserializer_binding.cpp), tensor k the model's k-th.
 nb::object loaded_object(LoadedModel model);

@@ -309,6 +309,16 @@ nb::object check_option(const std::string& name, nb::handle value, const std::st
     }
 }
 
+void set_python_option(LoadSettings& settings, const std::string& name, nb::handle value) {
+    nb::object checked = check_option(name, value, "python");
+    const bool several = nb::isinstance<nb::list>(checked);
+    for (nb::handle each : several ? nb::list(checked) : nb::list(nb::make_tuple(checked))) {
+        if (auto set = set_option(settings, name, option_text(name, each), front_python); !set) {
+            throw nb::value_error(set.error().message().c_str());
+        }
+    }
+}
+
 // A placement ask from Python's words: the use ("handed_over" or "into_parameters").
 PlacementAsk placement_ask(const std::string& uri, const std::string& device, const std::string& use, bool verify,
                            bool encrypted, bool signed_file) {
@@ -325,18 +335,6 @@ PlacementAsk placement_ask(const std::string& uri, const std::string& device, co
     return ask;
 }
 
-const char* placement_word(Placement placement) {
-    switch (placement) {
-        case Placement::arena:
-            return "arena";
-        case Placement::mapped_file:
-            return "mapped";
-        case Placement::automatic:
-            break;
-    }
-    return "auto";
-}
-
 Placement placement_of(const std::string& word) {
     LoadSettings scratch; // the option table's words and its refusal
     if (auto set = set_option(scratch, "placement", word); !set) {
@@ -350,8 +348,10 @@ void bind_placement(nb::module_& m) {
         "choose_placement",
         [](const std::string& asked, const std::string& uri, const std::string& device, const std::string& use,
            bool verify, bool encrypted, bool signed_file) {
-            return std::string(placement_word(choose_placement(
-                placement_of(asked), placement_ask(uri, device, use, verify, encrypted, signed_file))));
+            LoadSettings chosen; // the option table's word for the placement chosen
+            chosen.load.placement =
+                choose_placement(placement_of(asked), placement_ask(uri, device, use, verify, encrypted, signed_file));
+            return option_value(chosen, "placement");
         },
         nb::arg("asked"), nb::arg("uri"), nb::arg("device") = "cpu", nb::arg("use") = "handed_over",
         nb::arg("verify") = false, nb::arg("encrypted") = false, nb::arg("signed") = false,

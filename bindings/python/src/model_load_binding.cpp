@@ -14,23 +14,12 @@
 namespace ringload::python {
 namespace {
 
-// The keyword arguments as the option table takes them from Python (check_option's rule:
-// a list row takes several values).
+// The keyword arguments as the option table takes them from Python, finished.
 LoadSettings settings_of(const nb::kwargs& given) {
     LoadSettings settings;
     for (auto [key, value] : given) {
-        const std::string name = nb::cast<std::string>(key);
-        if (value.is_none()) {
-            continue;
-        }
-        nb::object checked = nb::module_::import_("ringload._ringload").attr("check_option")(name, value, "python");
-        const bool several = nb::isinstance<nb::list>(checked);
-        for (nb::handle each : several ? nb::list(checked) : nb::list(nb::make_tuple(checked))) {
-            const std::string text = nb::isinstance<nb::bool_>(each) ? (nb::cast<bool>(each) ? "true" : "false")
-                                                                     : nb::cast<std::string>(nb::str(each));
-            if (auto set = set_option(settings, name, text, front_python); !set) {
-                throw nb::value_error(set.error().message().c_str());
-            }
+        if (!value.is_none()) {
+            set_python_option(settings, nb::cast<std::string>(key), value);
         }
     }
     if (auto finished = finish_settings(settings); !finished) {

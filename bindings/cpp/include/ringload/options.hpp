@@ -90,6 +90,14 @@ const std::vector<OptionRow>& option_table();
 // The row called `name`, or null.
 const OptionRow* option_named(std::string_view name);
 
+// The refusal of an unknown option, one sentence for every front end: "unknown option 'NAME';
+// the options are A, B, ..." (`known`: what that front end takes, as it spells them).
+Error unknown_option(std::string_view name, const std::vector<std::string>& known);
+
+// The text of option `name` in `settings`, as set_option takes it ("mapped", "8", "true");
+// "" for a name the table does not hold.
+std::string option_value(const LoadSettings& settings, std::string_view name);
+
 // The CLI's flag of `row`: its cli_flag, else --name-with-dashes.
 std::string cli_flag_of(const OptionRow& row);
 

@@ -103,14 +103,16 @@ std::optional<std::string> kind_text(const OptionRow& row, std::string_view valu
     return text;
 }
 
-std::string known_names(std::uint8_t front) {
-    std::string known;
+// The names of the rows `wanted` picks, in the table's order.
+template <class Wanted>
+std::vector<std::string> names_where(Wanted wanted) {
+    std::vector<std::string> names;
     for (const OptionRow& each : option_table()) {
-        if ((each.fronts & front) != 0) {
-            known += (known.empty() ? "" : ", ") + std::string(each.name);
+        if (wanted(each)) {
+            names.emplace_back(each.name);
         }
     }
-    return known;
+    return names;
 }
 
 // Whom to trust is given once, the keyless words together, and none of them without the
@@ -153,6 +155,19 @@ const OptionRow* option_named(std::string_view name) {
         }
     }
     return nullptr;
+}
+
+Error unknown_option(std::string_view name, const std::vector<std::string>& known) {
+    std::string listed;
+    for (const std::string& each : known) {
+        listed += (listed.empty() ? "" : ", ") + each;
+    }
+    return fail(errc::invalid_argument, "unknown option '" + std::string(name) + "'; the options are " + listed);
+}
+
+std::string option_value(const LoadSettings& settings, std::string_view name) {
+    const SharedRow* shared_row = shared_named(name);
+    return shared_row != nullptr ? shared_row->access.get(settings) : std::string();
 }
 
 std::string cli_flag_of(const OptionRow& row) {
@@ -212,8 +227,7 @@ Result<std::string> checked_option_text(const OptionRow& row, std::string_view v
 Result<void> set_option(LoadSettings& settings, std::string_view name, std::string_view value, std::uint8_t front) {
     const OptionRow* row = option_named(name);
     if (row == nullptr || (row->fronts & front) == 0) {
-        return fail(errc::invalid_argument,
-                    "unknown option '" + std::string(name) + "'; the options are " + known_names(front));
+        return unknown_option(name, names_where([front](const OptionRow& each) { return (each.fronts & front) != 0; }));
     }
     RL_TRY(text, checked_option_text(*row, value));
     if (const SharedRow* shared_row = shared_named(name); shared_row != nullptr) {
@@ -255,13 +269,9 @@ Result<void> set_option(OpenOptions& open, LoadOptions& load, std::string_view n
         return set;
     }
     // Not one of the engine's open or load rows: the same words as any unknown option.
-    std::string known;
-    for (const OptionRow& each : option_table()) {
-        if (each.target == OptionTarget::open || each.target == OptionTarget::load) {
-            known += (known.empty() ? "" : ", ") + std::string(each.name);
-        }
-    }
-    return fail(errc::invalid_argument, "unknown option '" + std::string(name) + "'; the options are " + known);
+    return unknown_option(name, names_where([](const OptionRow& each) {
+                              return each.target == OptionTarget::open || each.target == OptionTarget::load;
+                          }));
 }
 
 } // namespace ringload

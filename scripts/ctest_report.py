@@ -9,6 +9,8 @@ need them. scripts/test.sh calls this after each ctest: it prints each skipped t
 lines of its output that say why, and exits 1 when a test skipped that is not labelled `gpu`
 (on these machines only the GPU may be missing; the GPU tests run on the device machine). With
 --slowest it also prints the N slowest tests and the time per label (docs/testing.md's tables).
+Last, each failed test's last lines of output: CI keeps only the end of a run's output, where
+ctest's own --output-on-failure text has scrolled away (a tsan failure once showed only a name).
 """
 import argparse
 import collections
@@ -36,6 +38,17 @@ def skip_reason(output):
     return "; ".join(saying[-3:] or lines[-1:]) or "(no output)"
 
 
+def failure_tail(case, lines=40):
+    """The last lines a failed test printed (a sanitizer's report, a gtest assertion)."""
+    failure = case.find("failure")
+    message = failure.get("message") if failure is not None else None
+    text = "\n".join(filter(None, [case.findtext("system-out"), message]))
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
+    # A sanitizer's one-line summaries first: its report's stacks can push them out of the tail.
+    summaries = [line for line in kept[:-lines] if "SUMMARY:" in line][:5]
+    return summaries + kept[-lines:] or ["(no output)"]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build_dir")
@@ -44,10 +57,12 @@ def main():
     args = parser.parse_args()
     labels = labels_of_tests(args.build_dir)
     cases = ElementTree.parse(args.junit).getroot().iter("testcase")
-    refused, seconds = [], {}
+    refused, seconds, failed = [], {}, []
     for case in cases:
         name = case.get("name")
         seconds[name] = float(case.get("time") or 0)
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(case)
         if case.find("skipped") is None:
             continue
         gpu = "gpu" in labels.get(name, [])
@@ -65,6 +80,10 @@ def main():
                 per_label[label] += took
         print("test time per label (a test counts under each of its labels): " +
               ", ".join(f"{label} {took:.0f} s" for label, took in per_label.most_common()))
+    for case in failed:
+        print(f"failed: {case.get('name')}; the end of its output:")
+        for line in failure_tail(case):
+            print(f"  | {line[:400]}")
     if refused:
         print(f"FAILED: {len(refused)} test(s) skipped that only a missing GPU may skip: {', '.join(refused)}",
               file=sys.stderr)

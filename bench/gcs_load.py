@@ -40,7 +40,7 @@ HTTP contenders (same file on nginx; ratios vs ringload_http):
   curl_http         ceiling: one curl GET of the whole file to /dev/null;
   ringload_http     ringload.load_file("http://...") (the Python package, its own HTTP source);
   ringload_fsspec   the same load_file with the engine reading through fsspec's HTTPFileSystem:
-                    the package's slow path (_opening.fsspec_reader's (size, read, how), one
+                    the package's slow path (ringload/ground/opening.py's fsspec_reader's (size, read, how), one
                     cat_file range at a time) given the nginx URL by hand;
   fsspec_cat        fsspec.filesystem("http").cat_file(url): the whole file, one GET.
 
@@ -121,12 +121,12 @@ elif which in ("ringload_http", "ringload_fsspec"):
     import ringload
     if which == "ringload_fsspec":
         import fsspec
-        from ringload import _opening
+        from ringload.ground import opening
         fs = fsspec.filesystem("http")
         def read(offset, length):
             return fs.cat_file(endpoint, start=offset, end=offset + length)
         reader = (fs.size(endpoint), read, "fsspec " + type(fs).__name__)
-        _opening.fsspec_reader = lambda uri: reader  # open_engine: the engine reads through fsspec
+        opening.fsspec_reader = lambda uri: reader  # open_engine: the engine reads through fsspec
     started = time.perf_counter()
     tensors = ringload.load_file(endpoint)
     got = sum(t.numel() * t.element_size() for t in tensors.values())

@@ -16,7 +16,7 @@ one process per load:
   safetensors_device  safetensors' load_file(device=--device), then load_weights copies device
                     to device (as the fastsafetensors/instanttensor loaders do: a transient
                     second copy of the weights on the device);
-  ringload          ringload._parameter_load.load_into_parameters(devices=True): each tensor
+  ringload          ringload.params.load.load_into_parameters(devices=True): each tensor
                     from the pinned ring straight into its parameter.
 Timed from the first read until torch.cuda.synchronize(); reported with the device memory each
 held beyond the model's own (max_memory_allocated minus the parameters' bytes) and the peak
@@ -92,7 +92,7 @@ elif loader == "safetensors_device":
     from safetensors.torch import load_file
     model.load_weights(load_file(path, device=device).items())
 else:
-    from ringload._parameter_load import load_into_parameters
+    from ringload.params.load import load_into_parameters
     report = load_into_parameters([path], model.load_weights, {}, model=model, devices=True)
 if cuda:
     torch.cuda.synchronize()

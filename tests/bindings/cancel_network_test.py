@@ -79,7 +79,7 @@ def cancelled_load(label, proxy, url, **options):
 
     # The same deserializer, the faults gone: the whole file, right.
     proxy.schedule([])
-    deserializer.reads.progress = None  # its FileReads (ringload/_file_reads.py): no callback now
+    deserializer.reads.progress = None  # its FileReads (ringload/ground/file_reads.py): no callback now
     try:
         got = sorted(sha256_of(t) for t in deserializer.flat_tensors().values())
     except Exception as error:  # noqa: BLE001 - reported as the check's detail

@@ -2,7 +2,7 @@
 
 Where no registered source takes a URI and fsspec knows its scheme, the package reads it
 through the file system's cat_file, one range at a time, with the engine's stages after it
-(_opening.fsspec_reader, Deserializer(reader=...)). fsspec's own in-memory file system
+(ringload.ground.opening.fsspec_reader, Deserializer(reader=...)). fsspec's own in-memory file system
 (memory://) holds the files here: every tensorizer fixture (its manifest's sha256 per tensor,
 hashes verified), a safetensors file (against safetensors' own load), slices and the streamed
 hand-over; a file system that fails mid-read, or returns short, fails the load naming the URL;
@@ -115,4 +115,4 @@ def test_the_summary_says_fsspec():
     uri = put("small.safetensors", safetensors_torch.save({"x": torch.zeros(4)}))
     with ringload.TensorDeserializer(uri, device="cpu") as deserializer:
         assert deserializer["x"].sum() == 0
-    assert "memory" in ringload._opening.fsspec_reader(uri)[2].lower()
+    assert "memory" in ringload.ground.opening.fsspec_reader(uri)[2].lower()

@@ -434,9 +434,10 @@ def python_loads(tmp, model, sigs, keys):
     out = run(MODEL_SIGNING, "verify", "key", os.path.join(tmp, "converted-py.pt"), "--signature",
               summary["signature"], "--public_key", pub)
     check("ringload.convert(sign_key=): model_signing verifies it", out.returncode == 0, out.stderr[-2000:])
-    from ringload import _signing, _server_weights
-    options = _server_weights.parse_options({"signature": sig, "public_key": pub})
-    signed = _signing.open_model([path], options.stream_kwargs)
+    from ringload.ground import signing
+    from ringload.servers import weights
+    options = weights.parse_options({"signature": sig, "public_key": pub})
+    signed = signing.open_model([path], options.stream_kwargs)
     checked = signed.verify_files([os.path.join(model, f) for f in os.listdir(model) if f.endswith(
         (".safetensors", ".tensors", ".pt"))])
     check("the vLLM loader's options open the signed model and hash the other files", checked["files"] == 2, checked)

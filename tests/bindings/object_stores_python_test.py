@@ -24,7 +24,7 @@ import safetensors.torch as safetensors_torch
 import torch
 
 import ringload
-from ringload import _server_weights
+from ringload.servers import weights as server_weights
 
 from azure_server import AzureServer
 from gcs_server import FakeGcsServer, GcsProxy, TokenServer
@@ -110,13 +110,13 @@ def test_a_source_option_of_the_wrong_kind_is_refused_naming_it(gcs):
 
 
 def test_vllm_options_take_every_source_option(gcs, azure):
-    parsed = _server_weights.parse_options({"uri": "gs://models/model.safetensors", **gcs["options"]})
+    parsed = server_weights.parse_options({"uri": "gs://models/model.safetensors", **gcs["options"]})
     assert parsed.uris == ["gs://models/model.safetensors"]
     assert all(parsed.stream_kwargs[name] == value for name, value in gcs["options"].items())
-    parsed = _server_weights.parse_options({"uri": f"az://{ACCOUNT}/models/model.safetensors", **azure["options"]})
+    parsed = server_weights.parse_options({"uri": f"az://{ACCOUNT}/models/model.safetensors", **azure["options"]})
     assert all(parsed.stream_kwargs[name] == value for name, value in azure["options"].items())
     with pytest.raises(ValueError, match="gcs_anonymous"):
-        _server_weights.parse_options({"uri": "gs://models/m.safetensors", "gcs_anonymous": "yes"})
+        server_weights.parse_options({"uri": "gs://models/m.safetensors", "gcs_anonymous": "yes"})
 
 
 def test_tensor_serializer_writes_to_gs(gcs):

@@ -107,6 +107,17 @@ TEST(OptionTable, EachRowLandsInItsField) {
     EXPECT_EQ(s.open.network.source_settings.at("s3_endpoint"), "http://127.0.0.1:9000");
 }
 
+TEST(OptionTable, TheRingIsSizedInSlotsWithAtLeastOne) {
+    EXPECT_EQ(slots_for_ring(128U << 20U, 0), 32U);         // 4 MiB slots by default
+    EXPECT_EQ(slots_for_ring(128U << 20U, 8U << 20U), 16U); // the slot size given
+    EXPECT_EQ(slots_for_ring(1U << 20U, 0), 1U);            // less than a slot is one slot, not the default
+    EXPECT_EQ(slots_for_ring(9U << 20U, 4U << 20U), 2U);    // rounded down
+    LoadSettings s;
+    ASSERT_TRUE(set_option(s, "ring_bytes", "1048576"));
+    ASSERT_TRUE(finish_settings(s));
+    EXPECT_EQ(s.load.slot_count, 1U);
+}
+
 TEST(OptionTable, AValueOfTheWrongKindIsNamedWithWhatItMustBe) {
     LoadSettings s;
     EXPECT_EQ(error_of(set_option(s, "threads", "many")),

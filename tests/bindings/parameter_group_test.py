@@ -1,6 +1,6 @@
 """tests/bindings/parameter_group_test.py: two tensor-parallel ranks (torch.distributed, gloo)
 reading a checkpoint once between them, straight into their own parameters
-(ringload._parameter_load's group, ringload._parameter_group). The real vLLM case (TP=2 with
+(ringload.params.load's group, ringload.params.group). The real vLLM case (TP=2 with
 read_once) is in vllm_test.py.
 
 Each rank's model is what a tensor-parallel server allocates for it: a vocabulary-parallel
@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 import ringload
-from ringload._parameter_load import load_into_parameters
+from ringload.params.load import load_into_parameters
 
 # Big enough that one rank's rows of a tensor are more than the 64 KiB the slice reader reads
 # through between two ranges: the other rank's rows are not read twice.
@@ -77,8 +77,8 @@ def _rank_main(rank, init_file, case, out_dir):
                             timeout=datetime.timedelta(seconds=60))
     result = {"rank": rank}
     if case.get("batch_bytes"):  # many exchange batches from a small file
-        from ringload import _parameter_group
-        _parameter_group.BATCH_BYTES = case["batch_bytes"]
+        from ringload.params import group as parameter_group
+        parameter_group.BATCH_BYTES = case["batch_bytes"]
     try:
         model = RankModel(rank)
         before = {name: p.data_ptr() for name, p in model.named_parameters()}

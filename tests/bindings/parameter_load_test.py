@@ -1,5 +1,5 @@
 """tests/bindings/parameter_load_test.py: reading a checkpoint straight into a model's parameters
-(ringload._parameter_plan, ringload._parameter_load), with torch only (the real vLLM case is in
+(ringload.params.plan, ringload.params.load), with torch only (the real vLLM case is in
 vllm_test.py).
 
 A small model with the loading code servers have (vLLM's shapes): q/k/v fused into one
@@ -22,8 +22,8 @@ import pytest
 import safetensors.torch as safetensors_torch
 import torch
 
-from ringload._parameter_load import load_into_parameters
-from ringload._parameter_plan import box_of, learn_plan
+from ringload.params.load import load_into_parameters
+from ringload.params.plan import box_of, learn_plan
 
 HIDDEN, HEADS_DIM, VOCAB, PADDED_VOCAB, FFN = 64, 16, 50, 56, 96
 

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 import ringload
-from ringload import _ringload, _parameter_load, diffusers_reads, transformers_reads
-from ringload._opening import auto_placement, why_not_mappable
+from ringload import _ringload, diffusers_reads, transformers_reads
+from ringload.ground.opening import auto_placement, why_not_mappable
+from ringload.params import load as parameter_load
 
 
 def _cached(path: str) -> str:
@@ -97,8 +98,8 @@ def test_transformers_diffusers_and_parameter_loads_give_the_engines_answer(chec
         opened.close()
     assert diffusers_reads._placement_for(path, "cpu", "auto", dict(options)) == engine
     assert auto_placement(path, "cpu", "handed_over", options) == engine
-    assert _parameter_load._maps(path, dict(options), "cached") == (engine == "mapped")
-    mapped_where_asked = _parameter_load._maps(path, dict(options), True)
+    assert parameter_load._maps(path, dict(options), "cached") == (engine == "mapped")
+    mapped_where_asked = parameter_load._maps(path, dict(options), True)
     assert mapped_where_asked == (why_not_mappable(path, "cpu", options) is None)
 
 

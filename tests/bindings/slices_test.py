@@ -1,4 +1,4 @@
-"""tests/bindings/slices_test.py: sliced reads (Deserializer.load_slices, ringload._slices, read_slices).
+"""tests/bindings/slices_test.py: sliced reads (Deserializer.load_slices, ringload.ground.slices, read_slices).
 
 Every slice is checked against torch's own slicing of the whole tensor as an independent reader
 loads it: PyPI safetensors for safetensors files, the real tensorizer for tensorizer files,
@@ -32,9 +32,9 @@ import torch
 
 import ringload
 from ringload import _ringload
-from ringload._file_reads import Entry
-from ringload._slices import load_slices
-from ringload._tensors import ITEMSIZE
+from ringload.ground.file_reads import Entry
+from ringload.ground.slices import load_slices
+from ringload.ground.tensors import ITEMSIZE
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import nginx  # noqa: E402

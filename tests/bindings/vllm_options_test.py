@@ -1,4 +1,4 @@
-"""The vLLM loader's parts that need no vLLM (ringload._server_weights, ringload.vllm_convert):
+"""The vLLM loader's parts that need no vLLM (ringload.servers.weights, ringload.vllm_convert):
 model_loader_extra_config checked (unknown options refused with the known ones listed, wrong
 types named, key and passphrase files read), the weight files found in a model folder (shards
 by their index json, training leftovers left out), and vllm_convert's one file from shards
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import ringload
-from ringload import _server_weights as weights
+from ringload.servers import weights
 from ringload import vllm_convert, vllm_loader
 
 
@@ -65,19 +65,67 @@ def test_key_file_becomes_decryption_params(tmp_path):
 
 def test_a_missing_or_short_key_file_is_named(tmp_path):
     missing = str(tmp_path / "nokey")
-    with pytest.raises(ValueError, match=f"cannot read the key file {missing}"):
+    with pytest.raises(ValueError, match=f"{missing}: cannot open the key file"):
         weights.parse_options({"key_file": missing})
     short = tmp_path / "short"
     short.write_bytes(b"x" * 31)
-    with pytest.raises(ValueError, match=f"{short} holds 31 bytes"):
+    with pytest.raises(ValueError, match=f"{short}: a key file must hold exactly 32 raw bytes, this one holds 31"):
         weights.parse_options({"key_file": str(short)})
 
 
 def test_passphrase_file_drops_one_trailing_newline(tmp_path):
     path = tmp_path / "pass"
-    path.write_bytes(b"secret words\n")
-    params = weights.parse_options({"passphrase_file": str(path)}).stream_kwargs["encryption"]
-    assert params._passphrase == "secret words"
+    for written in (b"secret words\n", b"secret words\r\n", b"secret words"):
+        path.write_bytes(written)
+        params = weights.parse_options({"passphrase_file": str(path)}).stream_kwargs["encryption"]
+        assert params._passphrase == "secret words"
+    path.write_bytes(b"two\n\n")
+    assert ringload.DecryptionParams.from_passphrase_file(str(path))._passphrase == "two\n"
+
+
+def _key_file_refusals(tmp_path, key_file) -> dict:
+    """What the CLI, Python, vLLM's extra config and vllm_convert say of one key file."""
+    path = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.ones(3)}, str(path))
+    said = {"cli": _cli_refusal(str(path), "--key-file", key_file)}
+    with pytest.raises(ringload.RingloadError) as python:
+        ringload.DecryptionParams.from_key_file(key_file)
+    said["python"] = str(python.value)
+    with pytest.raises(ringload.RingloadError) as writer:
+        ringload.EncryptionParams.from_key_file(key_file)
+    said["python writer"] = str(writer.value)
+    with pytest.raises(ValueError) as server:
+        weights.parse_options({"key_file": key_file})
+    said["vllm"] = str(server.value)
+    return said
+
+
+@pytest.mark.parametrize("content, sentence", [(None, "{path}: cannot open the key file"),
+                                               (b"x" * 31, "{path}: a key file must hold exactly 32 raw bytes, "
+                                                           "this one holds 31"),
+                                               (b"", "{path}: a key file must hold exactly 32 raw bytes, "
+                                                     "this one holds 0")])
+def test_a_bad_key_file_gets_the_same_words_from_the_cli_python_and_vllm(tmp_path, content, sentence):
+    """One rule (ringload/crypto_params.hpp's read_key_file) reads a key file for every front end."""
+    key_file = tmp_path / "key"
+    if content is not None:
+        key_file.write_bytes(content)
+    expected = sentence.format(path=key_file)
+    said = _key_file_refusals(tmp_path, str(key_file))
+    assert all(expected in words for words in said.values()), said
+
+
+def test_an_empty_passphrase_file_gets_the_same_words_from_the_cli_python_and_vllm(tmp_path):
+    path = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.ones(3)}, str(path))
+    passphrase = tmp_path / "pass"
+    passphrase.write_bytes(b"\n")
+    expected = f"{passphrase}: the passphrase file is empty"
+    assert expected in _cli_refusal(str(path), "--passphrase-file", str(passphrase))
+    with pytest.raises(ringload.ArgumentError, match=expected):
+        ringload.DecryptionParams.from_passphrase_file(str(passphrase))
+    with pytest.raises(ValueError, match=expected):
+        weights.parse_options({"passphrase_file": str(passphrase)})
 
 
 def test_key_and_passphrase_together_are_refused(tmp_path):
@@ -246,11 +294,16 @@ def test_convert_names_what_is_wrong(tmp_path, capsys):
     assert vllm_convert.main([str(tmp_path), str(tmp_path / "x.safetensors"), "--encrypt-key-file", str(key)]) == 1
     assert capsys.readouterr().err.startswith("ringload.vllm_convert: ")
     assert not os.path.exists(tmp_path / "x.safetensors")
+    short = tmp_path / "short"
+    short.write_bytes(b"k" * 31)
+    assert vllm_convert.main([str(tmp_path), str(tmp_path / "x.tensors"), "--encrypt-key-file", str(short)]) == 1
+    assert f"{short}: a key file must hold exactly 32 raw bytes, this one holds 31" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x.tensors")
 
 
-# vLLM's pre-sharded layout (ringload._vllm_sharded; the real vLLM case is in vllm_test.py).
+# vLLM's pre-sharded layout (ringload.servers.vllm_sharded; the real vLLM case is in vllm_test.py).
 def test_sharded_layout_gives_each_rank_its_own_files(tmp_path):
-    from ringload import _vllm_sharded as sharded
+    from ringload.servers import vllm_sharded as sharded
     _touch(tmp_path, "config.json", "model.safetensors", "model-rank-0-part-0.safetensors",
            "model-rank-0-part-1.safetensors", "model-rank-1-part-0.safetensors")
     assert sharded.rank_files(str(tmp_path), 0, 2) == [str(tmp_path / "model-rank-0-part-0.safetensors"),
@@ -263,14 +316,14 @@ def test_sharded_layout_gives_each_rank_its_own_files(tmp_path):
 
 
 def test_sharded_layout_for_another_rank_count_is_named(tmp_path):
-    from ringload import _vllm_sharded as sharded
+    from ringload.servers import vllm_sharded as sharded
     _touch(tmp_path, "model-rank-0-part-0.safetensors", "model-rank-1-part-0.safetensors")
     with pytest.raises(ValueError, match=r"for ranks 0, 1, and this server has 4 tensor-parallel rank"):
         sharded.rank_files(str(tmp_path), 0, 4)
 
 
 def test_sharded_state_loader_copies_as_vllm_does_and_names_what_is_wrong(tmp_path):
-    from ringload import _vllm_sharded as sharded
+    from ringload.servers import vllm_sharded as sharded
     state = {"a": torch.zeros(4, 3), "b": torch.zeros(2)}
     load = sharded.state_dict_loader(state)
     assert load([("a", torch.ones(2, 3))]) == {"a"}  # a smaller tensor fills the leading rows (LoRA padding)
@@ -358,3 +411,15 @@ def test_an_unknown_option_gets_the_same_words_listing_what_each_front_end_takes
         weights.parse_options({"thread": 2})
     assert "unknown option 'thread'; the options are " in str(server.value)
     assert _listed(str(server.value)) == [row["name"] for row in _front_rows("server")] == list(weights.OPTIONS)
+
+
+@pytest.mark.parametrize("ring_bytes, slot_size", [(1 << 20, 0), (128 << 20, 0), (9 << 20, 4 << 20)])
+def test_the_ring_is_sized_by_the_engines_rule(tmp_path, ring_bytes, slot_size):
+    """ring_bytes given to Python (or through vLLM's extra config) makes the ring the CLI's
+    --ring-bytes makes (ringload/options.hpp's slots_for_ring; the C++ side: option_table_test)."""
+    path = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.ones(3)}, str(path))
+    kwargs = weights.parse_options({"ring_bytes": ring_bytes, "slot_size": slot_size}).stream_kwargs
+    with ringload.TensorDeserializer(str(path), device="cpu", lazy_load=True, **kwargs) as deserializer:
+        assert deserializer.reads.slot_count == ringload._ringload.slots_for_ring(ring_bytes, slot_size)
+    assert ringload._ringload.slots_for_ring(1 << 20, 0) == 1  # less than a slot is one slot

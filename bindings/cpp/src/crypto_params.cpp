@@ -92,6 +92,17 @@ Result<std::string> passphrase_from_file(const std::string& path) {
     return content;
 }
 
+Result<std::array<std::byte, 32>> read_key_file(const std::string& path) {
+    RL_TRY(key, key_from_file(path));
+    std::array<std::byte, 32> bytes{};
+    std::memcpy(bytes.data(), key.data(), bytes.size());
+    return bytes;
+}
+
+Result<std::string> read_passphrase_file(const std::string& path) {
+    return passphrase_from_file(path);
+}
+
 Result<DecryptionParams> DecryptionParams::from_key(std::span<const std::byte> key) {
     RL_TRY(parsed, SecretKey::from_bytes(key));
     return DecryptionParams(holding(std::move(parsed)));

@@ -17,14 +17,14 @@ is released while the engine works. Failures raise ringload.errors classes.
 from .errors import (ArgumentError, CancelledError, DecryptionError, DeviceError, FormatError,  # noqa: F401
                      HashMismatchError, RingloadError, SafetensorError, SignatureError, SliceIndexError,
                      SourceError, SourceNotFoundError)
-from ._crypto import DecryptionParams, EncryptionParams  # noqa: F401
-from ._deserializer import TensorDeserializer  # noqa: F401
-from ._serializer import TensorSerializer  # noqa: F401
-from ._files import convert, load, load_file, load_model, save, save_file, save_model  # noqa: F401
-from ._safe_open import safe_open  # noqa: F401
-from ._stream import stream_tensors  # noqa: F401
-from ._signing import sign_model, verify_model  # noqa: F401
-from ._model_load import load_folder  # noqa: F401
+from .ground.crypto import DecryptionParams, EncryptionParams  # noqa: F401
+from .dropin.deserializer import TensorDeserializer  # noqa: F401
+from .dropin.serializer import TensorSerializer  # noqa: F401
+from .dropin.files import convert, load, load_file, load_model, save, save_file, save_model  # noqa: F401
+from .dropin.safe_open import safe_open  # noqa: F401
+from .dropin.stream import stream_tensors  # noqa: F401
+from .ground.signing import sign_model, verify_model  # noqa: F401
+from .dropin.model_load import load_folder  # noqa: F401
 
 __all__ = ["TensorDeserializer", "load_folder", "TensorSerializer", "convert", "load_file", "save_file", "stream_tensors", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",

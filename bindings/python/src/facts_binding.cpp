@@ -8,8 +8,10 @@
 #include "formats/registry.hpp"
 #include "formats/safetensors/dtype_names.hpp"
 #include "gpu/device_name.hpp"
+#include "ringload/crypto_params.hpp"
 #include "ringload/dtype.hpp"
 #include "ringload/engine/dtype_convert.hpp"
+#include "ringload/engine/secretbox.hpp"
 #include "ringload/io/source_registry.hpp"
 #include "ringload/model_load.hpp"
 #include "ringload/options.hpp"
@@ -400,7 +402,28 @@ std::vector<std::string> weight_files(const std::string& folder) {
     return std::move(*found);
 }
 
+// A key or passphrase file read by the engine's rule (ringload/crypto_params.hpp), so that
+// Python's from_key_file, vLLM's key_file and the CLI's --key-file take the same files and
+// refuse the same ones in the same words.
+nb::bytes key_file_bytes(const std::string& path) {
+    auto key = value_or_throw(read_key_file(path));
+    nb::bytes bytes(key.data(), key.size());
+    wipe_secret(key.data(), key.size());
+    return bytes;
+}
+
+nb::bytes passphrase_file_bytes(const std::string& path) {
+    std::string passphrase = value_or_throw(read_passphrase_file(path));
+    nb::bytes bytes(passphrase.data(), passphrase.size());
+    wipe_secret(passphrase.data(), passphrase.size());
+    return bytes;
+}
+
 void bind_facts(nb::module_& m) {
+    m.def("read_key_file", &key_file_bytes, nb::arg("path"),
+          "The 32 bytes of a key file, by the engine's rule (ringload/crypto_params.hpp); errors name the file");
+    m.def("read_passphrase_file", &passphrase_file_bytes, nb::arg("path"),
+          "A passphrase file's passphrase (one trailing newline dropped; not empty), by the engine's rule");
     m.def("option_table", &option_rows,
           "The option table (ringload/options.hpp): one dict per option (name, kind, choices, help, default, "
           "per_load, source, fronts, target, cli_flag), the shared ones first, then each registered source's");
@@ -432,6 +455,9 @@ void bind_facts(nb::module_& m) {
     m.def("files_read_at_once", &files_read_at_once, nb::arg("files"), nb::arg("signed_model"),
           "How many of `files` a model's load reads at once (ringload/model_load.hpp): one per core, two for a "
           "signed model, fewer where memory is short");
+    m.def("slots_for_ring", &slots_for_ring, nb::arg("ring_bytes"), nb::arg("slot_size"),
+          "The ring's slot count for ring_bytes of slots of slot_size bytes (0: 4 MiB), at least one "
+          "(ringload/options.hpp, as the CLI's --ring-bytes)");
     m.def("slots_per_file", &slots_per_file, nb::arg("files_at_once"), nb::arg("slots_held_until_hashed") = false,
           "Reads in flight for each of files read side by side (ringload/model_load.hpp): a share of 32, at least 4; "
           "32 each where their slots are held until hashed");

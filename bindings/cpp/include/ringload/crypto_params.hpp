@@ -14,6 +14,7 @@
 
 #include "ringload/error.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -74,5 +75,14 @@ private:
     explicit EncryptionParams(std::shared_ptr<const SecretMaterial> secret) : secret_(std::move(secret)) {}
     std::shared_ptr<const SecretMaterial> secret_;
 };
+
+// How a secret file is read, the one rule for every front end (the CLI's --key-file and
+// --passphrase-file, the option table's key_file and passphrase_file, Python's
+// DecryptionParams.from_key_file, vLLM's extra config): a key file holds exactly the 32 key
+// bytes; a passphrase file the passphrase, one trailing newline ("\n" or "\r\n") dropped, and
+// not empty; either at most 64 KiB. Errors name the file. (The from_*_file calls above read
+// with these; the caller wipes what it keeps.)
+Result<std::array<std::byte, 32>> read_key_file(const std::string& path);
+Result<std::string> read_passphrase_file(const std::string& path);
 
 } // namespace ringload

@@ -121,6 +121,10 @@ Result<void> set_option(LoadSettings& settings, std::string_view name, std::stri
 // without signature). Each failure names the options.
 Result<void> finish_settings(LoadSettings& settings);
 
+// The ring's slot count for ring_bytes of slots of slot_size_bytes (0: the files' 4 MiB): at
+// least one. finish_settings and Python's TensorDeserializer(ring_bytes=) both size with it.
+std::uint32_t slots_for_ring(std::size_t ring_bytes, std::size_t slot_size_bytes);
+
 // The open and load rows only, as before LoadSettings (the engine's rows, any front end).
 Result<void> set_option(OpenOptions& open, LoadOptions& load, std::string_view name, std::string_view value);
 

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 
 namespace ringload {
@@ -238,6 +240,12 @@ Result<void> set_option(LoadSettings& settings, std::string_view name, std::stri
     return {};
 }
 
+std::uint32_t slots_for_ring(std::size_t ring_bytes, std::size_t slot_size_bytes) {
+    const std::size_t slot = slot_size_bytes != 0 ? slot_size_bytes : 4U << 20U;
+    return static_cast<std::uint32_t>(
+        std::clamp<std::size_t>(ring_bytes / slot, 1, std::numeric_limits<std::uint32_t>::max()));
+}
+
 Result<void> finish_settings(LoadSettings& settings) {
     if (!settings.key_file.empty() && !settings.passphrase_file.empty()) {
         return fail(errc::invalid_argument, "give key_file or passphrase_file, not both");
@@ -250,8 +258,7 @@ Result<void> finish_settings(LoadSettings& settings) {
         settings.open.decryption = std::move(params);
     }
     if (settings.ring_bytes != 0 && settings.load.slot_count == 0) {
-        const std::size_t slot = settings.load.slot_size_bytes != 0 ? settings.load.slot_size_bytes : 4U << 20U;
-        settings.load.slot_count = static_cast<std::uint32_t>(std::max<std::size_t>(1, settings.ring_bytes / slot));
+        settings.load.slot_count = slots_for_ring(settings.ring_bytes, settings.load.slot_size_bytes);
     }
     settings.signature.threads = settings.load.worker_threads;
     return check_signature_words(settings);

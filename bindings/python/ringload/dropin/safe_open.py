@@ -8,7 +8,7 @@
 
 Opening reads only the index (tensorizer, safetensors or torch zip; a path, http(s)://, s3://
 or redis://). Each get_tensor is one engine load of that tensor; slices go through
-load_slices (_slices.py), which plans every range asked together. Errors are safetensors':
+load_slices (ground/slices.py), which plans every range asked together. Errors are safetensors':
 SafetensorError for a missing tensor, a closed file or an index out of range (with its words),
 FileNotFoundError for a missing file.
 """
@@ -17,14 +17,13 @@ from __future__ import annotations
 import operator
 from typing import Optional
 
-from . import _ringload
-from ._crypto import DecryptionParams, secret_kwargs
-from ._file_objects import uri_of
-from ._file_reads import Entry
-from ._opening import check_exists, open_engine
-from ._slices import load_slices
-from ._tensors import SAFETENSORS_DTYPES, to_torch
-from .errors import SafetensorError, SliceIndexError
+from ..ground.crypto import DecryptionParams, secret_kwargs
+from ..ground.file_objects import uri_of
+from ..ground.file_reads import Entry
+from ..ground.opening import check_exists, open_engine
+from ..ground.slices import load_slices
+from ..ground.tensors import SAFETENSORS_DTYPES, to_torch
+from ..errors import SafetensorError, SliceIndexError
 
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}
 

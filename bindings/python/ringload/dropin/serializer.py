@@ -19,9 +19,9 @@ import shutil
 import tempfile
 from typing import Any, Callable, Optional
 
-from . import _ringload
-from ._crypto import EncryptionParams, encryption_kwargs
-from ._progress import progress_callback
+from .. import _ringload
+from ..ground.crypto import EncryptionParams, encryption_kwargs
+from ..ground.progress import progress_callback
 
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
 

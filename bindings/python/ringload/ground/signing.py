@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
-from . import _ringload
+from .. import _ringload
 
 
 def verify_model(model, signature, *, public_key: Optional[str] = None, certificate_chain: Iterable[str] = (),

@@ -16,9 +16,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
-from ._crypto import DecryptionParams
-from . import _ringload
-from ._opening import is_remote
+from ..errors import RingloadError
+from ..ground.crypto import DecryptionParams
+from .. import _ringload
+from ..ground.opening import is_remote
 
 
 # The words the server loaders take (vLLM's and SGLang's model_loader_extra_config): the rows of
@@ -80,28 +81,16 @@ def parse_options(extra_config) -> LoaderOptions:
     return options
 
 
-def _read_secret(path: str, what: str) -> bytes:
-    try:
-        with open(path, "rb") as file:
-            return file.read()
-    except OSError as error:
-        raise ValueError(f"ringload: cannot read the {what} {path}: {error.strerror}") from None
-
-
 def _decryption(key_file, passphrase_file):
-    """DecryptionParams from a key file (the raw 32 bytes) or a passphrase file (one trailing
-    newline ignored), as the CLI's --key-file and --passphrase-file read them."""
-    if key_file is not None:
-        key = _read_secret(key_file, "key file")
-        if len(key) != 32:
-            raise ValueError(f"ringload: the key file {key_file} holds {len(key)} bytes, not the 32 of a raw key")
-        return DecryptionParams.from_key(key)
-    if passphrase_file is not None:
-        passphrase = _read_secret(passphrase_file, "passphrase file")
-        passphrase = passphrase[:-1] if passphrase.endswith(b"\n") else passphrase
-        if not passphrase:
-            raise ValueError(f"ringload: the passphrase file {passphrase_file} is empty")
-        return DecryptionParams.from_string(passphrase)
+    """DecryptionParams from a key file or a passphrase file, read by the engine's rule (as the
+    CLI's --key-file and --passphrase-file: ringload/crypto_params.hpp), its words kept."""
+    try:
+        if key_file is not None:
+            return DecryptionParams.from_key_file(key_file)
+        if passphrase_file is not None:
+            return DecryptionParams.from_passphrase_file(passphrase_file)
+    except RingloadError as error:
+        raise ValueError(f"ringload: model_loader_extra_config: {error}") from None
     return None
 
 
@@ -128,6 +117,6 @@ def check_sources(sources: List[str]) -> None:
 def stream_weights(sources: List[str], device: str, stream_kwargs: dict) -> Iterator[Tuple[str, object]]:
     """(name, tensor) of every source in turn, each tensor as it lands; a source is opened
     when the one before it is done, so only one load's memory is held at a time."""
-    from ._stream import stream_tensors
+    from ..dropin.stream import stream_tensors
     for source in sources:
         yield from stream_tensors(source, device=device, **stream_kwargs)

@@ -20,14 +20,14 @@ import collections.abc
 import types
 from typing import Any, Callable, Iterator, Optional
 
-from . import _ringload
-from ._crypto import DecryptionParams, secret_kwargs
-from ._progress import progress_callback
-from ._slices import drop_dims, load_slices, normalize_index
-from ._opening import open_engine
-from ._file_objects import source_of
-from ._file_reads import Entry, FileReads
-from ._tensors import dtype_name, to_numpy, to_torch, torch_dtype
+from .. import _ringload
+from ..ground.crypto import DecryptionParams, secret_kwargs
+from ..ground.progress import progress_callback
+from ..ground.slices import drop_dims, load_slices, normalize_index
+from ..ground.opening import open_engine
+from ..ground.file_objects import source_of
+from ..ground.file_reads import Entry, FileReads
+from ..ground.tensors import dtype_name, to_numpy, to_torch, torch_dtype
 
 FilterFunc = Callable[[str], bool]
 _TYPE_PARAM, _TYPE_BUFFER, _TYPE_STATE_DICT = 0, 1, 2
@@ -78,12 +78,12 @@ class TensorDeserializer(collections.abc.Mapping):
             network options, as the CLI's.
         process_group: a torch.distributed group whose every rank makes the same call: each
             rank reads a share of the bytes and the group's collectives move them, so the file
-            is read once per group (ringload/_distributed.py). Every rank gets every tensor;
+            is read once per group (ringload/ground/distributed.py). Every rank gets every tensor;
             with lazy_load, every rank must access the tensors in the same order.
         signature, public_key, certificate_chain, model_folder: a signed model's signature
             (OpenSSF Model Signing) and whom to trust: the file is read whole and checked
             against the signed statement while it loads; a file that differs raises
-            HashMismatchError naming it before any tensor is handed out (ringload/_signing.py).
+            HashMismatchError naming it before any tensor is handed out (ringload/ground/signing.py).
             With lazy_load the first access loads every tensor (the file is read once).
     """
 
@@ -112,10 +112,10 @@ class TensorDeserializer(collections.abc.Mapping):
             self._close_spooled()
             raise
         entries = [Entry.from_tuple(row) for row in engine.tensor_rows()]
-        self.reads = FileReads(  # how every read of the file is made (ringload/_file_reads.py)
+        self.reads = FileReads(  # how every read of the file is made (ringload/ground/file_reads.py)
             engine=engine, uri=uri, device=device, dtype=dtype,
             entries=[e for e in entries if filter_func is None or filter_func(e.name)], slot_size=slot_size,
-            slot_count=(ring_bytes // (slot_size or 4 << 20)) if ring_bytes else 0, threads=threads,
+            slot_count=_ringload.slots_for_ring(ring_bytes, slot_size) if ring_bytes else 0, threads=threads,
             progress=progress if progress is not None else progress_callback(progress_bar, uri),
             signed=network.get("signature") is not None, group=process_group)
         self._by_path = {e.path: e for e in self.reads.entries}
@@ -295,7 +295,6 @@ class TensorDeserializer(collections.abc.Mapping):
         [(name, passed), ...]) for each tensor of the mapping, by the name write_module gave it
         (state_dict() names, and non-persistent buffers). A tensor passes when `m` has one of that
         name with the same dtype, shape and bytes as the file's, read with its hashes checked."""
-        import torch
         theirs = dict(m.state_dict())
         theirs.update(m.named_buffers())
         self._load([e for e in self.reads.entries if e.index not in self._cache and e.name in theirs], True)
@@ -353,7 +352,7 @@ class TensorDeserializer(collections.abc.Mapping):
         if not entries:
             return
         if self.reads.group is not None:  # read once per group: each round's tensors as it lands
-            from ._distributed import DistributedLoad
+            from ..ground.distributed import DistributedLoad
             for k, tensor in DistributedLoad(self.reads).stream(entries, verify):
                 yield entries[k], tensor
             return
@@ -389,7 +388,7 @@ class TensorDeserializer(collections.abc.Mapping):
                                                        device="meta")
             return
         if self.reads.group is not None:
-            from ._distributed import DistributedLoad
+            from ..ground.distributed import DistributedLoad
             tensors, bytes_read = DistributedLoad(self.reads).load(entries, verify)
             self._bytes_read += bytes_read
             for entry, tensor in zip(entries, tensors):

@@ -1,4 +1,4 @@
-"""A checkpoint read straight into a model's parameters: the plan (_parameter_plan.py) says
+"""A checkpoint read straight into a model's parameters: the plan (params/plan.py) says
 which part of which tensor goes where, and the engine reads each part into its place in one
 pass per file (Deserializer.load_slices with destinations). Tensors the model's loader computes
 with are read in the same pass into memory of their own and handed to `load_weights` after.
@@ -10,7 +10,7 @@ with are read in the same pass into memory of their own and handed to `load_weig
 
 With `model` and map_files, a parameter that one stretch of a local unencrypted safetensors
 file fills whole as stored (a whole tensor, whole rows of one, or fused tensors stored back to
-back) is instead backed by the file's own pages, mapped copy-on-write (_parameter_mapping.py:
+back) is instead backed by the file's own pages, mapped copy-on-write (params/mapping.py:
 no byte copied or written; that parameter's data_ptr changes). The rest is copied straight in.
 Device parameters with `devices=True` (else the plan hands over anything copied to a device).
 """
@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Set, Tuple
 
-from ._tensors import dtype_name
-from ._parameter_mapping import ModelParameters, map_spans, mappable_spans
-from ._parameter_plan import Piece, learn_plan
-from ._slices import is_whole, slice_bytes, whole_box
-from ._tensors import to_torch
+from ..ground.tensors import dtype_name
+from .mapping import ModelParameters, map_spans, mappable_spans
+from .plan import Piece, learn_plan
+from ..ground.slices import is_whole, slice_bytes, whole_box
+from ..ground.tensors import to_torch
 
 
 @dataclass
@@ -63,7 +63,7 @@ def _maps(source: str, kwargs: dict, map_files) -> bool:
     """Whether `source`'s parameters are backed by its pages, by the engine's rule
     (ringload/placement.hpp): True: wherever they may be; "cached": where the page cache holds
     the file too; "auto": as placement "auto" decides for a load into parameters."""
-    from ._opening import auto_placement, why_not_mappable
+    from ..ground.opening import auto_placement, why_not_mappable
     if not map_files:
         return False
     if map_files is True:
@@ -74,7 +74,7 @@ def _maps(source: str, kwargs: dict, map_files) -> bool:
 
 def _open_all(sources: List[str], kwargs: dict, map_files):
     """Each source opened (index only), and where each tensor name is."""
-    from ._deserializer import TensorDeserializer
+    from ..dropin.deserializer import TensorDeserializer
     opened, where = [], {}
     open_kwargs = {k: v for k, v in kwargs.items() if k not in _OPEN_ONLY}
     for source in sources:
@@ -94,7 +94,7 @@ def _open_all(sources: List[str], kwargs: dict, map_files):
 def _map_parameters(deserializer, entries, planned: Dict[str, List[Piece]], parameters: ModelParameters,
                     report: ParameterLoadReport, whole_tensors: bool = False) -> Dict[str, List[Piece]]:
     """Backs the parameters one stretch of this file fills whole by the file's pages
-    (_parameter_mapping.py); returns the pieces left to copy in."""
+    (params/mapping.py); returns the pieces left to copy in."""
     spans, mapped_bytes = map_spans(deserializer, mappable_spans(entries, planned, parameters, whole_tensors))
     report.bytes_read += mapped_bytes
     done = set()
@@ -149,7 +149,7 @@ def _stream_whole_tensors(deserializer, requests, device: str, dtype, verify: bo
     """On a device, the requests for whole tensors (each once) go from the pinned ring straight
     into their parameters (the engine's load with destinations: no host copy, no device memory
     of the load's own); returns the others (rows of a tensor: cut on the host and uploaded)."""
-    from ._opening import format_facts
+    from ..ground.opening import format_facts
     if format_facts(deserializer.reads.engine.format)["tensors_view_storages"]:
         return requests  # storages (torch zip) take no caller destinations on a device: cut and uploaded
     whole, rest, seen = [], [], set()
@@ -184,7 +184,7 @@ def load_into_parameters(sources: List[str], load_weights: Callable, kwargs: dic
     whole are backed by its pages instead of copied into (True; "cached": where the file is in
     the page cache). group: a torch.distributed group whose every rank calls this with its own
     model (tensor parallelism): the ranks read the checkpoint once between them
-    (_parameter_group.py). devices: parameters in CUDA memory are read into as well (whole
+    (params/group.py). devices: parameters in CUDA memory are read into as well (whole
     tensors from the pinned ring straight into them, rows cut on the host and uploaded);
     without, what goes to a device is handed over."""
     started = time.perf_counter()
@@ -215,7 +215,7 @@ def _open_in(group, sources: List[str], kwargs: dict, map_files):
     would otherwise wait for it in the group's first collective until its timeout)."""
     if group is None:
         return _open_all(sources, kwargs, map_files)
-    from ._parameter_group import agree_reads_succeeded
+    from .group import agree_reads_succeeded
     try:
         opened = _open_all(sources, kwargs, map_files)
     except Exception as error:  # told to every rank, raised on every rank
@@ -257,7 +257,7 @@ def _read_side_by_side(opened, planned, handed: set, verify: bool, report: Param
     32: 1.75 s for the 3.5 GB bench model; 16: 1.75 s; 32: 1.51 s; one file at a time: 2.2-2.5 s;
     unsigned: 1.3 s)."""
     from concurrent.futures import ThreadPoolExecutor
-    from . import _ringload
+    from .. import _ringload
     at_once = _ringload.files_read_at_once([deserializer.reads.uri for deserializer in opened], True)
     for deserializer in opened:
         if not deserializer.reads.slot_count and not deserializer.reads.slot_size:  # the caller's ring stands
@@ -285,9 +285,9 @@ def _read_side_by_side(opened, planned, handed: set, verify: bool, report: Param
 
 def _read_once_over(group, opened, where, plan, kwargs: dict, parameters, report: ParameterLoadReport,
                     load_weights: Callable) -> None:
-    """As _read_all, with the ranks of `group` splitting the reads (_parameter_group.py): each
+    """As _read_all, with the ranks of `group` splitting the reads (params/group.py): each
     its own rows straight in, the rest read whole by one rank and broadcast."""
-    from ._parameter_group import agree_reads_succeeded, exchange, share_over_group
+    from .group import agree_reads_succeeded, exchange, share_over_group
     whole_only = bool(kwargs.get("verify_hash")) or "encryption" in kwargs
     checkpoint = [(name, tuple(entry.shape), slice_bytes(entry, whole_box(entry.shape)))
                   for name, (_, entry) in where.items()]

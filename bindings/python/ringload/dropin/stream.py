@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterator, Tuple
 
-from ._deserializer import TensorDeserializer
+from .deserializer import TensorDeserializer
 
 
 def stream_tensors(path_or_url, device="cpu", dtype=None, **options) -> Iterator[Tuple[str, object]]:

@@ -39,7 +39,7 @@ def storage_size(tensor) -> int:
             return tensor.nelement() * _size_of(tensor.dtype)  # meta storage
 
 
-def _end_ptr(tensor) -> int:
+def end_ptr(tensor) -> int:
     if tensor.nelement():
         return tensor.view(-1)[-1].data_ptr() + _size_of(tensor.dtype)
     return tensor.data_ptr()
@@ -52,7 +52,7 @@ def _filter_shared_not_shared(tensors: List[Set[str]], state_dict) -> List[Set[s
         if len(shared) < 2:
             filtered.append(shared)
             continue
-        areas = sorted((state_dict[name].data_ptr(), _end_ptr(state_dict[name]), name) for name in shared)
+        areas = sorted((state_dict[name].data_ptr(), end_ptr(state_dict[name]), name) for name in shared)
         _, last_stop, last_name = areas[0]
         filtered.append({last_name})
         for start, stop, name in areas[1:]:
@@ -64,7 +64,7 @@ def _filter_shared_not_shared(tensors: List[Set[str]], state_dict) -> List[Set[s
     return filtered
 
 
-def _find_shared_tensors(state_dict) -> List[Set[str]]:
+def find_shared_tensors(state_dict) -> List[Set[str]]:
     import torch
     tensors = defaultdict(set)
     for name, tensor in state_dict.items():
@@ -73,19 +73,19 @@ def _find_shared_tensors(state_dict) -> List[Set[str]]:
     return _filter_shared_not_shared(list(sorted(tensors.values())), state_dict)
 
 
-def _is_complete(tensor) -> bool:
+def is_complete(tensor) -> bool:
     return (tensor.data_ptr() == storage_ptr(tensor)
             and tensor.nelement() * _size_of(tensor.dtype) == storage_size(tensor))
 
 
-def _remove_duplicate_names(state_dict, *, preferred_names: Optional[List[str]] = None,
+def remove_duplicate_names(state_dict, *, preferred_names: Optional[List[str]] = None,
                             discard_names: Optional[List[str]] = None) -> Dict[str, List[str]]:
     """For each shared group: the name kept (one covering the whole storage) -> the names dropped."""
     preferred_names = set(preferred_names or [])
     discard_names = set(discard_names or [])
     to_remove = defaultdict(list)
-    for shared in _find_shared_tensors(state_dict):
-        complete_names = {name for name in shared if _is_complete(state_dict[name])}
+    for shared in find_shared_tensors(state_dict):
+        complete_names = {name for name in shared if is_complete(state_dict[name])}
         if not complete_names:
             raise RuntimeError(
                 "Error while trying to find names to remove to save state dict, but found no suitable name to keep"
@@ -124,7 +124,7 @@ def check_for_save(tensors) -> None:
             f"You are trying to save a sparse tensors: `{sparse}` which this library does not support."
             " You can make it a dense tensor before saving with `.to_dense()` but be aware this might"
             " make a much larger file than needed.")
-    failing = [names for names in _find_shared_tensors(tensors) if len(names) > 1]
+    failing = [names for names in find_shared_tensors(tensors) if len(names) > 1]
     if failing:
         raise RuntimeError(
             f"""

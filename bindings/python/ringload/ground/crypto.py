@@ -12,6 +12,7 @@ The engine also takes tensorizer's own EncryptionParams (made from a key) and De
 from __future__ import annotations
 
 import enum
+import os
 from typing import Optional, Union
 
 _SALT_BYTES = 16  # libsodium's crypto_pwhash_SALTBYTES
@@ -65,7 +66,7 @@ class EncryptionParams:
 
     @classmethod
     def random(cls) -> "EncryptionParams":
-        from . import _ringload
+        from .. import _ringload
         return cls(_ringload.random_key())
 
     @classmethod
@@ -80,6 +81,19 @@ class EncryptionParams:
             raise ValueError("an empty passphrase")
         return cls(passphrase=source, opslimit=_OpsLimit.MODERATE if opslimit is None else opslimit,
                    memlimit=_MemLimit.MODERATE if memlimit is None else memlimit, salt=_salt_bytes(salt, encoding))
+
+    @classmethod
+    def from_key_file(cls, path: str) -> "EncryptionParams":
+        """The raw key a file holds: exactly 32 bytes (the engine's rule, as the CLI's --key-file)."""
+        from .. import _ringload
+        return cls(_ringload.read_key_file(os.fspath(path)))
+
+    @classmethod
+    def from_passphrase_file(cls, path: str, opslimit: Optional[int] = None,
+                             memlimit: Optional[int] = None) -> "EncryptionParams":
+        """from_string of the passphrase a file holds (one trailing newline dropped; not empty)."""
+        from .. import _ringload
+        return cls.from_string(_ringload.read_passphrase_file(os.fspath(path)), opslimit, memlimit)
 
     def __repr__(self) -> str:  # never the secret
         return f"EncryptionParams({'key' if self.key is not None else 'passphrase'})"
@@ -107,6 +121,18 @@ class DecryptionParams:
         if not source:
             raise ValueError("an empty passphrase")
         return cls(passphrase=source)
+
+    @classmethod
+    def from_key_file(cls, path: str) -> "DecryptionParams":
+        """The raw key a file holds: exactly 32 bytes (the engine's rule, as the CLI's --key-file)."""
+        from .. import _ringload
+        return cls(_ringload.read_key_file(os.fspath(path)))
+
+    @classmethod
+    def from_passphrase_file(cls, path: str) -> "DecryptionParams":
+        """The passphrase a file holds (one trailing newline dropped; not empty), as --passphrase-file."""
+        from .. import _ringload
+        return cls.from_string(_ringload.read_passphrase_file(os.fspath(path)))
 
     def __repr__(self) -> str:
         return f"DecryptionParams({'key' if self.key is not None else 'passphrase'})"

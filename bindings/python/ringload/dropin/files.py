@@ -17,12 +17,12 @@ import os
 import tempfile
 from typing import Optional
 
-from . import _ringload
-from ._crypto import encryption_kwargs, secret_kwargs
-from ._deserializer import TensorDeserializer
-from ._file_objects import uri_of
-from ._opening import check_exists, open_engine
-from ._shared import _remove_duplicate_names, check_for_save, check_metadata
+from .. import _ringload
+from ..ground.crypto import encryption_kwargs, secret_kwargs
+from .deserializer import TensorDeserializer
+from ..ground.file_objects import uri_of
+from ..ground.opening import check_exists, open_engine
+from .shared import remove_duplicate_names, check_for_save, check_metadata
 
 _BACKENDS = ("mmap", "pread")  # safetensors' ways to read; the engine has its own, either is accepted
 
@@ -64,7 +64,7 @@ def save_file(tensors: dict, filename, metadata: Optional[dict] = None, *, forma
     sign_key: a PEM ECDSA private key: the file is signed (OpenSSF Model Signing, the key
     method) from the SHA-256 computed while writing, into `signature` (default filename + ".sig").
     """
-    from ._serializer import write_file
+    from .serializer import write_file
     if format == "safetensors":
         check_for_save(tensors)
         check_metadata(metadata)
@@ -102,7 +102,7 @@ def save_model(model, filename, metadata: Optional[dict] = None, force_contiguou
     weights): the others are recorded in the metadata (dropped name -> kept name), as
     safetensors' save_model does."""
     state_dict = model.state_dict()
-    for kept_name, dropped in _remove_duplicate_names(state_dict).items():
+    for kept_name, dropped in remove_duplicate_names(state_dict).items():
         for name in dropped:
             if metadata is None:
                 metadata = {}
@@ -122,7 +122,7 @@ def load_model(model, filename, strict: bool = True, device="cpu", *, backend: O
     """Loads a file into `model` (tied weights filled once, through the name on file);
     returns (missing, unexpected) names, raising RuntimeError for either when strict."""
     state_dict = load_file(filename, device=device, backend=backend)
-    to_removes = _remove_duplicate_names(model.state_dict(), preferred_names=list(state_dict.keys()))
+    to_removes = remove_duplicate_names(model.state_dict(), preferred_names=list(state_dict.keys()))
     missing, unexpected = model.load_state_dict(state_dict, strict=False)
     missing = set(missing)
     for dropped in to_removes.values():

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from . import _ringload
-from .errors import RingloadError, SourceNotFoundError
+from .. import _ringload
+from ..errors import RingloadError, SourceNotFoundError
 
 
 def is_remote(uri) -> bool:
@@ -88,15 +88,15 @@ def fsspec_reader(uri: str):
 
 def open_engine(uri: str, **kwargs):
     """_ringload.Deserializer(uri, ...), through fsspec_reader where only fsspec reads `uri`.
-    With signature= (and public_key= or certificate_chain=, _signing.SIGNATURE_OPTIONS) every
+    With signature= (and public_key= or certificate_chain=, signing.SIGNATURE_OPTIONS) every
     load of it reads the whole file and checks it against the signed statement."""
-    from ._signing import open_signed, take_signature
+    from .signing import open_signed, take_signature
     given = take_signature(kwargs)
     if given is None:
         reader = fsspec_reader(uri)
         return _ringload.Deserializer(uri, reader=reader, **kwargs) if reader else _ringload.Deserializer(uri, **kwargs)
     _, signed = open_signed(uri, given)
-    from .errors import RingloadError
+    from ..errors import RingloadError
     try:
         engine = _ringload.Deserializer(uri, **kwargs)
     except RingloadError:

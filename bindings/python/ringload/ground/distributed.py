@@ -34,7 +34,7 @@ import os
 from dataclasses import dataclass
 from typing import List
 
-from ._tensors import ITEMSIZE, loaded_dtype, to_torch, torch_dtype
+from .tensors import ITEMSIZE, loaded_dtype, to_torch, torch_dtype
 
 ROUND_BYTES = 64 << 20
 
@@ -165,7 +165,7 @@ class DistributedLoad:
         """Reads `pieces` into `flat` in one engine load: as tensors where none is split, else
         as slices (a whole tensor as the slice of all of it), so that the slice reader's merged
         ranges never read a tensor twice."""
-        from ._slices import load_slices, whole_box
+        from .slices import load_slices, whole_box
         d = self.reads
         pieces = [p for p in pieces if p.length > 0]
         if all(p.whole for p in pieces):

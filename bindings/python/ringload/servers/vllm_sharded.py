@@ -2,7 +2,7 @@
 parameters as vLLM holds them after load_weights (q/k/v and gate/up fused, this rank's rows and
 columns only), in files of its own, `model-rank-{rank}-part-{part}.safetensors`, named by the
 model's state_dict keys. A rank reads only its own files, and each tensor is a whole parameter
-as stored: every one can be backed by the file's pages (_parameter_mapping.py).
+as stored: every one can be backed by the file's pages (params/mapping.py).
 
     files = rank_files("/models/llama-tp2", rank=1, world_size=2)   # None: not this layout
     load_weights = state_dict_loader(state)     # ShardedStateLoader.load_weights' copies
@@ -75,7 +75,7 @@ def check_complete(state: Dict[str, object], loaded, files: List[str]) -> None:
 def write_rank(state: Dict[str, object], folder: str, rank: int) -> str:
     """This rank's parameters into folder/model-rank-{rank}-part-0.safetensors (ringload's
     writer: a temporary name renamed once whole); returns the path."""
-    from ._files import save_file
+    from ..dropin.files import save_file
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, PATTERN.format(rank=rank, part=0))
     save_file({key: tensor.detach().cpu().contiguous() for key, tensor in state.items()}, path)

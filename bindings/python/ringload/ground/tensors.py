@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from . import _ringload
+from .. import _ringload
 
 # numpy's names for the dtypes it has; the rest are opaque to numpy (tensorizer's word).
 NUMPY_DTYPES = {

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from ._tensors import dtype_name
+from ..ground.tensors import dtype_name
 
 # Ops that only look at a tensor or make a view of it: on a stand-in they make a stand-in, on a
 # destination they do not change its bytes.

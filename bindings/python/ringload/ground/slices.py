@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 
-from ._tensors import loaded_dtype, to_torch, torch_dtype
+from .tensors import loaded_dtype, to_torch, torch_dtype
 
 
 def load_slices(engine, entries, requests, device: str, verify: bool, dtype=None) -> tuple[list, int]:
-    """requests: list of (entry, ranges) where entry is a ringload._deserializer.Entry (has .index,
+    """requests: list of (entry, ranges) where entry is a ringload.dropin.deserializer.Entry (has .index,
     .dtype, .shape) and ranges one (start, stop) per dimension, normalized (0 <= start <= stop <=
     size). Returns (tensors in request order, bytes read from the source by this call)."""
     del entries  # the entries travel with the requests
@@ -86,5 +86,5 @@ def is_whole(ranges, shape, from_dim: int = 0) -> bool:
 
 
 def slice_bytes(entry, ranges) -> int:
-    from ._tensors import ITEMSIZE
+    from .tensors import ITEMSIZE
     return math.prod(b - a for a, b in ranges) * ITEMSIZE[entry.dtype]

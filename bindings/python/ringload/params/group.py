@@ -1,5 +1,5 @@
 """Read once over a tensor-parallel group, straight into each rank's parameters
-(_parameter_load.py's `group`).
+(params/load.py's `group`).
 
 Every rank learns its own plan (its rows and columns of each tensor), then the ranks tell each
 other what they want (all_gather_object) and the engine's planner (plan_group_reads,
@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Set, Tuple
 
-from . import _ringload
-from ._distributed import global_rank
-from ._parameter_plan import Piece
-from ._tensors import torch_dtype
+from .. import _ringload
+from ..ground.distributed import global_rank
+from .plan import Piece
+from ..ground.tensors import torch_dtype
 
 
 @dataclass

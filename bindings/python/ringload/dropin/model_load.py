@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Dict
 
-from . import _ringload
-from ._tensors import dtype_name
+from .. import _ringload
+from ..ground.tensors import dtype_name
 
 
 def load_folder(model, **options) -> Dict[str, object]:

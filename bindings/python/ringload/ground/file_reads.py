@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
-from ._tensors import loaded_dtype
+from .tensors import loaded_dtype
 
 
 class Entry:

@@ -1,5 +1,5 @@
 """Parameters backed by the checkpoint file's own pages, mapped copy-on-write, instead of
-copied into: no byte is copied or written, the page cache holds them (_parameter_load.py's
+copied into: no byte is copied or written, the page cache holds them (params/load.py's
 map_files; the parameter's storage is replaced, so its data_ptr changes).
 
 A parameter can be mapped when the pieces the plan writes into it tile it whole and in order,
@@ -17,11 +17,11 @@ import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
-from ._tensors import dtype_name
-from ._parameter_plan import Piece
-from ._slices import is_whole
-from ._tensors import ITEMSIZE
-from .errors import RingloadError
+from ..ground.tensors import dtype_name
+from .plan import Piece
+from ..ground.slices import is_whole
+from ..ground.tensors import ITEMSIZE
+from ..errors import RingloadError
 
 
 def _storage_address(tensor) -> int:

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks the Python package's rooms (bindings/python/ringload, docs/architecture.md): each module
 imports only from its own room or a floor below, no module imports another module's private
-names, and no modules import each other in a circle (imports inside functions count too).
+names or reaches into the private members of another module's objects (`x._name` where only
+another module of the package defines `_name`), and no modules import each other in a circle
+(imports inside functions count too).
 
     floor 0  ringload._ringload (the engine), ringload.errors
     floor 1  ringload.ground     what every room stands on
@@ -93,6 +95,41 @@ def misplaced(where, line, name, imported, taken):
     return []
 
 
+def names_defined(tree):
+    """Every name a module defines: functions, classes, attributes it stores, variables, arguments."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.split(".")[-1])
+    return names
+
+
+def private_reaches(trees):
+    """(module, line, expression) for each `x._name` (x not self or cls) where `_name` is defined
+    by another module of the package and not by this one: a reach into another module's
+    private members (a library's own privates, torch._C, are not the package's business here)."""
+    defined = {name: names_defined(tree) for name, tree in trees.items()}
+    reaches = []
+    for name, tree in trees.items():
+        others = set().union(*(names for other, names in defined.items() if other != name))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            if node.attr not in defined[name] and node.attr in others:
+                reaches.append((name, node.lineno, ast.unparse(node)))
+    return reaches
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("package", type=pathlib.Path)
@@ -112,6 +149,10 @@ def main():
                 problems.extend(misplaced(where, line, name, imported, taken))
                 if imported not in (name, "ringload"):
                     edges.setdefault(name, set()).add(imported)
+    trees = {name: ast.parse(path.read_text()) for name, path in modules.items() if path is not None}
+    for name, line, expression in private_reaches(trees):
+        problems.append(f"{modules[name].relative_to(package.parent)}:{line}: {expression} reaches into "
+                        "another module's private member")
     for start, circle in circles(edges).items():
         problems.append(f"a circle of imports: {' -> '.join(circle)}")
     for problem in problems:

@@ -239,7 +239,7 @@ class _File:
         return _Slice(self, name, self._file().get_slice(name))
 
     def get_tensor(self, name: str):
-        self._file()._entry(name)  # safetensors' error for a missing name
+        self._file().get_slice(name)  # safetensors' error for a missing name (nothing read)
         return self._handed(name)
 
     def get_tensors(self) -> dict:

@@ -9,9 +9,9 @@
 // ahead of the writer (a tensorizer file's hashes verified unless --verify false) and let go
 // once written, so memory holds about the budget, never the model. OUT appears only when
 // complete. Without --to, OUT's extension decides (.safetensors; .pt, .pth, .bin; else
-// tensorizer).
+// tensorizer). Its flags are the write's rows of the option table (write_option_table: the
+// same names and words as Python's convert) and the open rows for IN.
 #include "commands.hpp"
-#include "key_options.hpp"
 #include "open_input.hpp"
 #include "progress_bar.hpp"
 #include "ringload/io/url.hpp"
@@ -29,55 +29,30 @@ namespace {
 struct ConvertArgs {
     std::string input;
     std::string output;
-    std::string to; // empty: from OUT's extension
-    bool verify = true;
-    KeyFileArgs decrypt;
-    KeyFileArgs encrypt;
+    TableArgs write;   // the write's rows: --to, --verify, the key files, --memory-budget, signing
     TableArgs network; // opening the input, and the network of a remote output
-    std::uint64_t memory_budget_bytes = 1ULL << 30;
-    std::string sign_key;  // sign OUT (OpenSSF Model Signing, the key method)
-    std::string signature; // where; default OUT.sig
 };
-
-// The names --to accepts: every registered format's.
-std::vector<std::string> format_names() {
-    std::vector<std::string> names;
-    for (const Format* format : registered_formats()) {
-        names.emplace_back(format->name);
-    }
-    return names;
-}
 
 double gigabytes_per_second(std::uint64_t bytes, double seconds) {
     return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
 }
 
 int run_convert(const ConvertArgs& args) {
-    auto encryption = encryption_from(args.encrypt);
-    if (!encryption) {
-        return report_error(encryption.error().message());
+    WriteSettings write;
+    if (auto applied = apply_write_options(args.write, write); !applied) {
+        return report_error(applied.error().message());
     }
     LoadSettings settings;
     if (auto applied = apply_table_options(args.network, settings); !applied) {
         return report_error(applied.error().message());
     }
-    auto decryption = decryption_from(args.decrypt);
-    if (!decryption) {
-        return report_error(decryption.error().message());
-    }
-    settings.open.decryption = std::move(*decryption);
+    settings.open.decryption = std::move(write.decryption);
     auto opened = open_input(args.input, settings);
     if (!opened) {
         return report_error(opened.error().message());
     }
-    ConvertOptions options;
-    options.format = args.to;
-    options.verify_hashes = args.verify;
-    options.encryption = std::move(*encryption);
-    options.memory_budget_bytes = args.memory_budget_bytes;
+    ConvertOptions options = std::move(write.convert);
     options.network = settings.open.network;
-    options.sign_key_file = args.sign_key;
-    options.signature_file = args.signature;
     ProgressBar bar;
     if (bar.enabled()) {
         options.progress = [&bar](const Progress& progress) { bar.update(progress); };
@@ -117,21 +92,8 @@ Run add_convert_command(CLI::App& app) {
         "Rewrite a file in another format (tensorizer, safetensors, torch), or re-encrypt a tensorizer file");
     command->add_option("input", args->input, "File or URL to read (any of the three formats)")->required();
     command->add_option("output", args->output, "File to write (replaced only when complete)")->required();
-    command->add_option("--to", args->to, "Output format (default: from OUT's extension, else tensorizer)")
-        ->check(CLI::IsMember(format_names()));
-    command->add_option("--verify", args->verify, "Check the input's stored hashes (true/false, default true)");
-    add_key_file_options(*command, args->decrypt, "decrypt-", "to decrypt the input with");
-    add_key_file_options(*command, args->encrypt, "encrypt-", "to encrypt the output with");
-    command
-        ->add_option("--memory-budget", args->memory_budget_bytes,
-                     "Tensor bytes held in memory at once (e.g. 512M, 2G; default 1G; one larger tensor is "
-                     "held whole)")
-        ->transform(CLI::AsSizeValue(false));
+    add_table_options(*command, args->write, rows_setting({OptionTarget::write}), write_option_table());
     add_table_options(*command, args->network, rows_setting({OptionTarget::open}));
-    command->add_option("--sign-key", args->sign_key,
-                        "Sign OUT with this PEM ECDSA private key (OpenSSF Model Signing, from the SHA-256 "
-                        "computed while writing; model_signing verify key accepts it)");
-    command->add_option("--signature", args->signature, "With --sign-key: where the signature goes (default OUT.sig)");
     return [args] { return run_convert(*args); };
 }
 

@@ -45,16 +45,20 @@ RowWanted rows_setting(std::vector<OptionTarget> targets) {
     };
 }
 
-void add_table_options(CLI::App& command, TableArgs& args, const RowWanted& wanted) {
+void add_table_options(CLI::App& command, TableArgs& args, const RowWanted& wanted,
+                       const std::vector<OptionRow>& table) {
     args.command = &command;
     command.allow_extras();
-    for (const OptionRow& row : option_table()) {
+    for (const OptionRow& row : table) {
         if ((row.fronts & front_cli) == 0 || !wanted(row)) {
             continue;
         }
         const std::string name(row.name);
         const std::string flag = cli_flag_of(row);
-        if (row.kind == OptionKind::flag && row.default_text == "true") {
+        if (row.kind == OptionKind::flag && row.default_text == "true" && !row.cli_flag.empty()) {
+            // On unless said, with a flag of its own: a value (convert's --verify false).
+            command.add_option(flag, args.given[name], help_of(row) + " (true or false, default true)");
+        } else if (row.kind == OptionKind::flag && row.default_text == "true") {
             // On unless said: --no-cache-validate.
             command.add_flag("--no-" + flag.substr(2), args.negated[name], "Turn off: " + std::string(row.help));
         } else if (row.kind == OptionKind::flag) {
@@ -68,16 +72,15 @@ void add_table_options(CLI::App& command, TableArgs& args, const RowWanted& want
     }
 }
 
-Result<void> apply_table_options(const TableArgs& args, LoadSettings& settings) {
+namespace {
+
+// Each option given, through `set` (name, text), in the order: values, list values, flags, then
+// the flags turned off.
+Result<void> apply_given(const TableArgs& args,
+                         const std::function<Result<void>(const std::string&, const std::string&)>& set) {
     if (args.command != nullptr) {
         RL_TRY_VOID(refuse_extras(*args.command));
     }
-    auto set = [&settings](const std::string& name, const std::string& text) -> Result<void> {
-        if (auto applied = set_option(settings, name, text, front_cli); !applied) {
-            return with_context(applied.error(), cli_flag_of(*option_named(name))); // the flag as the user wrote it
-        }
-        return {};
-    };
     for (const auto& [name, text] : args.given) {
         if (!text.empty()) {
             RL_TRY_VOID(set(name, text));
@@ -98,7 +101,29 @@ Result<void> apply_table_options(const TableArgs& args, LoadSettings& settings) 
             RL_TRY_VOID(set(name, "false"));
         }
     }
+    return {};
+}
+
+} // namespace
+
+Result<void> apply_table_options(const TableArgs& args, LoadSettings& settings) {
+    RL_TRY_VOID(apply_given(args, [&settings](const std::string& name, const std::string& text) -> Result<void> {
+        if (auto applied = set_option(settings, name, text, front_cli); !applied) {
+            return with_context(applied.error(), cli_flag_of(*option_named(name))); // the flag as the user wrote it
+        }
+        return {};
+    }));
     return finish_settings(settings);
+}
+
+Result<void> apply_write_options(const TableArgs& args, WriteSettings& settings) {
+    RL_TRY_VOID(apply_given(args, [&settings](const std::string& name, const std::string& text) -> Result<void> {
+        if (auto applied = set_write_option(settings, name, text, front_cli); !applied) {
+            return with_context(applied.error(), cli_flag_of(*write_option_named(name)));
+        }
+        return {};
+    }));
+    return finish_write_settings(settings);
 }
 
 } // namespace ringload::cli

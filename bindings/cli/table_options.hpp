@@ -32,10 +32,15 @@ using RowWanted = std::function<bool(const OptionRow&)>;
 // Rows whose target is one of `targets` (the CLI's rows only).
 RowWanted rows_setting(std::vector<OptionTarget> targets);
 
-void add_table_options(CLI::App& command, TableArgs& args, const RowWanted& wanted);
+// The rows of `table` (the load's, or write_option_table()) that `wanted` picks, as flags.
+void add_table_options(CLI::App& command, TableArgs& args, const RowWanted& wanted,
+                       const std::vector<OptionRow>& table = option_table());
 
 // The options given, over defaults, then finish_settings: an unknown flag fails listing the
 // command's, a value of the wrong kind naming the flag as the user wrote it.
 Result<void> apply_table_options(const TableArgs& args, LoadSettings& settings);
+// The same for a write's rows, then finish_write_settings. (Its TableArgs has no `command`
+// where the command's load rows already refuse what it does not know.)
+Result<void> apply_write_options(const TableArgs& args, WriteSettings& settings);
 
 } // namespace ringload::cli

@@ -198,7 +198,7 @@ with tempfile.TemporaryDirectory() as tmp:
               out.stderr.count("\n") == 1, out.stderr)
         check(f"convert error {args[-2:]} leaves nothing", not os.path.exists(target), os.listdir(tmp))
     out = run("convert", large, target, "--encrypt-key-file", wrong, "--encrypt-passphrase-file", pass_file)
-    check("convert two encryption secrets refused", out.returncode != 0 and "excludes" in out.stderr, out.stderr)
+    check("convert two encryption secrets refused", out.returncode != 0 and "not both" in out.stderr, out.stderr)
 
 # The URI argument's help names every source open_input reads, not only files.
 for command in ("info", "load"):

@@ -146,6 +146,88 @@ TEST(OptionTable, AnUnknownNameListsWhatThatFrontEndTakes) {
     EXPECT_EQ(error_of(set_option(s, "thread", "1")).rfind("unknown option 'thread'; the options are ", 0), 0U);
 }
 
+TEST(OptionTable, ByteCountsTakeTheirUnits) {
+    LoadSettings s;
+    ASSERT_TRUE(set_option(s, "ring_bytes", "64M"));
+    EXPECT_EQ(s.ring_bytes, 64U << 20U);
+    ASSERT_TRUE(set_option(s, "slot_size", "512K"));
+    EXPECT_EQ(s.load.slot_size_bytes, 512U << 10U);
+    ASSERT_TRUE(set_option(s, "cache_max_bytes", "2GiB"));
+    EXPECT_EQ(option_value(s, "cache_max_bytes"), std::to_string(2ULL << 30U));
+    ASSERT_TRUE(set_option(s, "ring_bytes", "4096"));
+    EXPECT_EQ(s.ring_bytes, 4096U);
+    for (const char* wrong : {"lots", "5X", "12MM", "-1", "M", "99999999999999999999", "20000000000T"}) {
+        EXPECT_EQ(error_of(set_option(s, "ring_bytes", wrong)),
+                  std::string("option ring_bytes must be a number of bytes, as 4096, 512K, 64M or "
+                              "2G (0: the default), not '") +
+                      wrong + "'")
+            << wrong;
+    }
+}
+
+TEST(WriteOptionTable, EveryRowIsAWritesAndNamedOnce) {
+    std::set<std::string> names;
+    for (const OptionRow& row : write_option_table()) {
+        EXPECT_TRUE(names.insert(std::string(row.name)).second) << row.name;
+        EXPECT_EQ(row.target, OptionTarget::write) << row.name;
+        EXPECT_NE(row.fronts & front_cli, 0) << row.name; // `ringload convert` takes every one
+        EXPECT_FALSE(row.help.empty()) << row.name;
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"format", "verify_hash", "memory_budget", "decrypt_key_file",
+                                            "decrypt_passphrase_file", "encrypt_key_file", "encrypt_passphrase_file",
+                                            "sign_key", "signature"}));
+    EXPECT_EQ(cli_flag_of(*write_option_named("format")), "--to");
+    EXPECT_EQ(write_option_named("verify_hash")->default_text, "true"); // a load's is false
+    EXPECT_EQ(write_option_named("memory_budget")->default_text, std::to_string(ConvertOptions{}.memory_budget_bytes));
+}
+
+TEST(WriteOptionTable, EachRowLandsInItsFieldAndTheKeyFilesAreRead) {
+    const fs::path folder = fs::path(testing::TempDir()) / "write_option_table_keys";
+    fs::create_directories(folder);
+    std::ofstream(folder / "key", std::ios::binary) << std::string(32, 'k');
+    std::ofstream(folder / "pass", std::ios::binary) << "words\n";
+    WriteSettings s;
+    ASSERT_TRUE(set_write_option(s, "format", "safetensors"));
+    ASSERT_TRUE(set_write_option(s, "verify_hash", "false"));
+    ASSERT_TRUE(set_write_option(s, "memory_budget", "256M"));
+    ASSERT_TRUE(set_write_option(s, "sign_key", "k.pem"));
+    ASSERT_TRUE(set_write_option(s, "signature", "out.sig"));
+    ASSERT_TRUE(set_write_option(s, "encrypt_key_file", (folder / "key").string()));
+    ASSERT_TRUE(set_write_option(s, "decrypt_passphrase_file", (folder / "pass").string()));
+    ASSERT_TRUE(finish_write_settings(s));
+    EXPECT_EQ(s.convert.format, "safetensors");
+    EXPECT_FALSE(s.convert.verify_hashes);
+    EXPECT_EQ(s.convert.memory_budget_bytes, 256U << 20U);
+    EXPECT_EQ(s.convert.sign_key_file, "k.pem");
+    EXPECT_EQ(s.convert.signature_file, "out.sig");
+    ASSERT_TRUE(s.convert.encryption.has_value());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(s.convert.encryption->key().data()), 32), std::string(32, 'k'));
+    EXPECT_TRUE(s.decryption.has_value());
+
+    WriteSettings wrong;
+    EXPECT_EQ(error_of(set_write_option(wrong, "format", "tensorflow")),
+              "option format must be one of tensorizer, safetensors, torch, not 'tensorflow'");
+    EXPECT_EQ(error_of(set_write_option(wrong, "verify", "true"))
+                  .rfind("unknown option 'verify'; "
+                         "the options are format, verify_hash, ",
+                         0),
+              0U);
+    const std::string python = error_of(set_write_option(wrong, "encrypt_key_file", "k", front_python));
+    EXPECT_NE(python.find("unknown option 'encrypt_key_file'; the options are format, verify_hash, memory_budget, "
+                          "sign_key, signature"),
+              std::string::npos)
+        << python; // Python's convert takes EncryptionParams objects instead
+    ASSERT_TRUE(set_write_option(wrong, "encrypt_key_file", (folder / "key").string()));
+    ASSERT_TRUE(set_write_option(wrong, "encrypt_passphrase_file", (folder / "pass").string()));
+    EXPECT_EQ(error_of(finish_write_settings(wrong)), "give encrypt_key_file or encrypt_passphrase_file, not both");
+    WriteSettings short_key;
+    std::ofstream(folder / "short", std::ios::binary) << std::string(31, 'k');
+    ASSERT_TRUE(set_write_option(short_key, "decrypt_key_file", (folder / "short").string()));
+    EXPECT_NE(
+        error_of(finish_write_settings(short_key)).find("a key file must hold exactly 32 raw bytes, this one holds 31"),
+        std::string::npos);
+}
+
 TEST(OptionTable, KeyFilesAreReadAndNamedWhenWrong) {
     const fs::path folder = fs::path(testing::TempDir()) / "option_table_keys";
     fs::create_directories(folder);

@@ -423,3 +423,53 @@ def test_the_ring_is_sized_by_the_engines_rule(tmp_path, ring_bytes, slot_size):
     with ringload.TensorDeserializer(str(path), device="cpu", lazy_load=True, **kwargs) as deserializer:
         assert deserializer.reads.slot_count == ringload._ringload.slots_for_ring(ring_bytes, slot_size)
     assert ringload._ringload.slots_for_ring(1 << 20, 0) == 1  # less than a slot is one slot
+
+
+@pytest.mark.parametrize("name, value", [("format", "tensorflow"), ("memory_budget", "lots"),
+                                         ("verify_hash", "maybe")])
+def test_a_mistyped_write_option_gets_the_same_words_from_the_cli_and_python(tmp_path, name, value):
+    """A write's rows (ringload/options.hpp's write_option_table) check `ringload convert`'s flags
+    and Python's convert keywords with one sentence."""
+    source = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.ones(3)}, str(source))
+    row = next(row for row in ringload._ringload.write_option_table() if row["name"] == name)
+    out = subprocess.run([os.environ["RINGLOAD_CLI"], "convert", str(source), str(tmp_path / "out.tensors"),
+                          row["cli_flag"], value], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    with pytest.raises(ValueError) as python:
+        ringload.convert(str(source), str(tmp_path / "out.tensors"), **{name: value})
+    sentence = f"option {name} must be "
+    said = str(python.value)[str(python.value).index(sentence):]
+    assert said.endswith(f", not '{value}'") and said in out.stderr, (said, out.stderr)
+    assert not (tmp_path / "out.tensors").exists()
+
+
+def test_a_write_option_given_with_its_unit_is_the_same_in_the_cli_and_python(tmp_path):
+    source = tmp_path / "model.safetensors"
+    ringload.save_file({"a": torch.arange(1000.0)}, str(source))
+    out = subprocess.run([os.environ["RINGLOAD_CLI"], "convert", str(source), str(tmp_path / "cli.tensors"),
+                          "--memory-budget", "1K", "--verify", "false"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert ringload._ringload.check_write_option("memory_budget", 1024, "python") == 1024
+    done = ringload.convert(str(source), str(tmp_path / "python.tensors"), memory_budget=1024, verify_hash=False)
+    assert done["tensors"] == 1
+    assert (tmp_path / "cli.tensors").read_bytes() == (tmp_path / "python.tensors").read_bytes()
+
+
+def test_vllm_convert_takes_the_write_rows_as_ringload_convert_does(tmp_path, capsys):
+    """vllm_convert's --to, --encrypt-*-file and --memory-budget are the write's rows: the same
+    help, byte units and words as `ringload convert`'s flags."""
+    tensors = _shards(tmp_path)
+    out = tmp_path / "one.safetensors"
+    assert vllm_convert.main([str(tmp_path), str(out), "--memory-budget", "1K"]) == 0
+    loaded = ringload.load_file(str(out))
+    assert all(torch.equal(loaded[n], t) for n, t in tensors.items())
+    with pytest.raises(SystemExit):
+        vllm_convert.main([str(tmp_path), str(out), "--memory-budget", "lots"])
+    said = capsys.readouterr().err
+    assert "--memory-budget: " in said and "option memory_budget must be a number of bytes" in said
+    with pytest.raises(SystemExit):
+        vllm_convert.main(["--help"])
+    helped = capsys.readouterr().out
+    row = next(row for row in ringload._ringload.write_option_table() if row["name"] == "encrypt_key_file")
+    assert " ".join(row["help"].split()) in " ".join(helped.split())

@@ -62,6 +62,8 @@ const char* target_word(OptionTarget target) {
             return "signature";
         case OptionTarget::front_end:
             return "front_end";
+        case OptionTarget::write:
+            return "write";
     }
     return "open";
 }
@@ -89,9 +91,9 @@ std::uint8_t front_of(const std::string& word) {
     throw nb::value_error(("front must be cli, python or server, not " + word).c_str());
 }
 
-nb::list option_rows() {
+nb::list rows_of(const std::vector<OptionRow>& table) {
     nb::list rows;
-    for (const OptionRow& row : option_table()) {
+    for (const OptionRow& row : table) {
         nb::dict entry;
         entry["name"] = std::string(row.name);
         entry["kind"] = kind_word(row.kind);
@@ -269,6 +271,24 @@ bool python_kind_fits(const OptionRow& row, nb::handle value) {
 // `value` checked against option `name` of the table as `front` takes it, and given back as
 // Python holds it: a flag as a bool, a number as an int or float, a list row as a list of
 // texts (one text or several), else text. ValueError with the table's words otherwise.
+nb::object checked_python_value(const OptionRow* row, const std::string& name, nb::handle value);
+
+// A checked text as Python holds it: a flag as a bool, a number as an int or float, else text.
+nb::object python_value_of(const OptionRow& row, const std::string& text) {
+    switch (row.kind) {
+        case OptionKind::flag:
+            return nb::bool_(text == "true");
+        case OptionKind::seconds:
+            return nb::float_(std::stod(text));
+        case OptionKind::count:
+        case OptionKind::bytes:
+        case OptionKind::integer:
+            return nb::int_(std::stoull(text)); // (whole numbers: kind_text let no sign through)
+        default:
+            return nb::str(text.c_str());
+    }
+}
+
 nb::object check_option(const std::string& name, nb::handle value, const std::string& front) {
     const OptionRow* row = option_named(name);
     const std::uint8_t bit = front_of(front);
@@ -276,6 +296,25 @@ nb::object check_option(const std::string& name, nb::handle value, const std::st
         LoadSettings scratch;
         throw nb::value_error(set_option(scratch, name, "", bit).error().message().c_str());
     }
+    return checked_python_value(row, name, value);
+}
+
+// As check_option, for a write's rows (write_option_table: Python's convert, vllm_convert).
+nb::object check_write_option(const std::string& name, nb::handle value, const std::string& front) {
+    const OptionRow* row = write_option_named(name);
+    const std::uint8_t bit = front_of(front);
+    if (row == nullptr || (row->fronts & bit) == 0) {
+        WriteSettings scratch;
+        throw nb::value_error(set_write_option(scratch, name, "", bit).error().message().c_str());
+    }
+    if (bit == front_cli) { // a command line's text (vllm_convert), as `ringload convert` takes it
+        return python_value_of(*row, checked_or_raise(*row, nb::cast<std::string>(nb::str(value))));
+    }
+    return checked_python_value(row, name, value);
+}
+
+// `value` of `row` as Python holds it once checked (check_option's second half).
+nb::object checked_python_value(const OptionRow* row, const std::string& name, nb::handle value) {
     if (row->kind == OptionKind::list && !nb::isinstance<nb::str>(value) && nb::hasattr(value, "__iter__") &&
         !nb::hasattr(value, "__fspath__")) {
         nb::list texts;
@@ -298,17 +337,7 @@ nb::object check_option(const std::string& name, nb::handle value, const std::st
         checked_or_raise(*row, nb::cast<std::string>(text));
         return row->kind == OptionKind::list ? nb::object(nb::list(nb::make_tuple(text))) : text;
     }
-    const std::string text = checked_or_raise(*row, option_text(name, value));
-    switch (row->kind) {
-        case OptionKind::flag:
-            return nb::bool_(text == "true");
-        case OptionKind::seconds:
-            return nb::float_(std::stod(text));
-        case OptionKind::choice:
-            return nb::str(text.c_str());
-        default:
-            return nb::int_(std::stoll(text));
-    }
+    return python_value_of(*row, checked_or_raise(*row, option_text(name, value)));
 }
 
 void set_python_option(LoadSettings& settings, const std::string& name, nb::handle value) {
@@ -424,9 +453,15 @@ void bind_facts(nb::module_& m) {
           "The 32 bytes of a key file, by the engine's rule (ringload/crypto_params.hpp); errors name the file");
     m.def("read_passphrase_file", &passphrase_file_bytes, nb::arg("path"),
           "A passphrase file's passphrase (one trailing newline dropped; not empty), by the engine's rule");
-    m.def("option_table", &option_rows,
-          "The option table (ringload/options.hpp): one dict per option (name, kind, choices, help, default, "
-          "per_load, source, fronts, target, cli_flag), the shared ones first, then each registered source's");
+    m.def(
+        "write_option_table", [] { return rows_of(write_option_table()); },
+        "A write's rows (ringload/options.hpp's write_option_table), as option_table's: what convert takes");
+    m.def("check_write_option", &check_write_option, nb::arg("name"), nb::arg("value").none(), nb::arg("front"),
+          "check_option for a write's rows (Python's convert, vllm_convert)");
+    m.def(
+        "option_table", [] { return rows_of(option_table()); },
+        "The option table (ringload/options.hpp): one dict per option (name, kind, choices, help, default, "
+        "per_load, source, fronts, target, cli_flag), the shared ones first, then each registered source's");
     m.def("check_option", &check_option, nb::arg("name"), nb::arg("value").none(), nb::arg("front"),
           "`value` checked against the option table's row `name` as `front` (cli, python, server) takes it, given "
           "back as Python holds it (bool, int, float, list of str, str); ValueError with the table's words: an "

@@ -55,6 +55,7 @@ enum class OptionTarget : std::uint8_t {
     keys,      // a key or passphrase file, read by finish_settings into OpenOptions::decryption
     signature, // SignatureCheck and the signed model's folder
     front_end, // a front end's own setting (a server loader's read_once, ...), kept as checked text
+    write,     // a write's (convert's): WriteSettings, in write_option_table()
 };
 
 struct OptionRow {
@@ -124,6 +125,32 @@ Result<void> finish_settings(LoadSettings& settings);
 // The ring's slot count for ring_bytes of slots of slot_size_bytes (0: the files' 4 MiB): at
 // least one. finish_settings and Python's TensorDeserializer(ring_bytes=) both size with it.
 std::uint32_t slots_for_ring(std::size_t ring_bytes, std::size_t slot_size_bytes);
+
+// Everything a write takes by name (`ringload convert`, Python's convert, vllm_convert), filled
+// by set_write_option from write_option_table(): a table of its own, since its words mean other
+// things there (signature: where the write's signature goes; verify_hash: the source's hashes,
+// checked unless turned off). finish_write_settings then reads the key and passphrase files.
+struct WriteSettings {
+    ConvertOptions convert;                     // format, verify_hashes, memory budget, signing, encryption
+    std::optional<DecryptionParams> decryption; // the source's
+    std::string encrypt_key_file;
+    std::string encrypt_passphrase_file;
+    std::string decrypt_key_file;
+    std::string decrypt_passphrase_file;
+};
+
+// A write's rows (target OptionTarget::write), in the order the README lists them.
+const std::vector<OptionRow>& write_option_table();
+const OptionRow* write_option_named(std::string_view name);
+
+// As set_option, for a write's rows: an unknown name fails listing the write options `front`
+// takes, a value of the wrong kind names the option and what it must be.
+Result<void> set_write_option(WriteSettings& settings, std::string_view name, std::string_view value,
+                              std::uint8_t front = front_all);
+
+// After the last set_write_option: reads the encrypt_ and decrypt_ key or passphrase files
+// (ringload/crypto_params.hpp's rule; a key file and a passphrase file for one side fails).
+Result<void> finish_write_settings(WriteSettings& settings);
 
 // The open and load rows only, as before LoadSettings (the engine's rows, any front end).
 Result<void> set_option(OpenOptions& open, LoadOptions& load, std::string_view name, std::string_view value);

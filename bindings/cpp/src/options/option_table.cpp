@@ -6,6 +6,7 @@
 #include "ringload/io/source_registry.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -69,12 +70,45 @@ bool whole_number(const OptionRow& row, const std::string& text) {
            (row.kind != OptionKind::count || number != 0);
 }
 
-// The value's text if it is of the row's kind (flags as "true"/"false"), else nothing.
+// A number of bytes as people write it: 4096, 512K, 512M, 2G, 1GiB, 1T (K = 1024, as the CLI's
+// --memory-budget always took it), as the whole number; nothing for anything else.
+std::optional<std::string> bytes_text(std::string_view value) {
+    std::uint64_t number = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (ec != std::errc() || end == value.data()) {
+        return std::nullopt;
+    }
+    std::string unit(end, value.data() + value.size());
+    for (char& c : unit) {
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    if (unit.ends_with("IB")) {
+        unit.resize(unit.size() - 2);
+    } else if (unit.size() == 2 && unit.back() == 'B') {
+        unit.pop_back();
+    }
+    std::size_t shift = 0;
+    if (!unit.empty()) {
+        const std::size_t at = unit.size() == 1 ? std::string_view("KMGT").find(unit[0]) : std::string_view::npos;
+        if (at == std::string_view::npos) {
+            return std::nullopt;
+        }
+        shift = 10 * (at + 1);
+    }
+    if (number > (std::numeric_limits<std::uint64_t>::max() >> shift)) {
+        return std::nullopt;
+    }
+    return std::to_string(number << shift);
+}
+
+// The value's text if it is of the row's kind (flags as "true"/"false", bytes as the number),
+// else nothing.
 std::optional<std::string> kind_text(const OptionRow& row, std::string_view value) {
     const std::string text(value);
     switch (row.kind) {
-        case OptionKind::count:
         case OptionKind::bytes:
+            return bytes_text(value);
+        case OptionKind::count:
         case OptionKind::integer:
             return whole_number(row, text) ? std::optional(text) : std::nullopt;
         case OptionKind::seconds: {
@@ -186,7 +220,7 @@ std::string what_option_takes(const OptionRow& row) {
         case OptionKind::count:
             return "a positive integer";
         case OptionKind::bytes:
-            return "a number of bytes (0: the default)";
+            return "a number of bytes, as 4096, 512K, 64M or 2G (0: the default)";
         case OptionKind::integer:
             return "a whole number (0: the default)";
         case OptionKind::seconds:
@@ -217,7 +251,8 @@ Result<std::string> checked_option_text(const OptionRow& row, std::string_view v
     if (!text) {
         return refuse(what_option_takes(row));
     }
-    const SharedRow* shared_row = shared_named(row.name);
+    // (A write's rows are a table of their own, whose names may be a load row's too.)
+    const SharedRow* shared_row = row.target == OptionTarget::write ? nullptr : shared_named(row.name);
     if (shared_row != nullptr && shared_row->access.check) {
         if (auto checked = shared_row->access.check(*text); !checked) {
             return refuse(checked.error().detail);

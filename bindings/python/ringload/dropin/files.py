@@ -149,6 +149,8 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
     Args:
         source: a path or URL of a tensorizer, safetensors or torch.save zip file.
         target: a local path (or, for tensorizer, an s3:// / redis:// URL).
+        The keywords below but decryption and encryption are the write's rows of the option table
+        (README's "Write options", the flags of `ringload convert`), checked with their words.
         format: "tensorizer", "safetensors" or "torch"; None: from target's extension
             (.safetensors; .pt, .pth, .bin; else tensorizer).
         decryption: DecryptionParams of an encrypted tensorizer source.
@@ -161,6 +163,11 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
     Returns:
         What was done: format, tensors, bytes_read, peak_held_bytes, batches, file_bytes, seconds.
     """
+    # The write's rows of the option table, checked with the words of `ringload convert`'s flags.
+    for name, value in (("format", format), ("verify_hash", verify_hash), ("memory_budget", memory_budget),
+                        ("sign_key", sign_key), ("signature", signature)):
+        if value is not None:
+            _ringload.check_write_option(name, value, "python")
     engine = open_engine(uri_of(source), **secret_kwargs(decryption), **network)
     try:
         return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget,

@@ -35,6 +35,7 @@ import sys
 import time
 from typing import List
 
+from .. import _ringload
 from ..ground.crypto import EncryptionParams
 from .weights import find_weight_files
 from ..errors import RingloadError
@@ -46,17 +47,27 @@ def _parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m ringload.vllm_convert", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a Hugging Face model folder (or one weights file)")
     parser.add_argument("out", help="the file to write (a local path; tensorizer also s3:// or redis://)")
-    parser.add_argument("--to", choices=FORMATS, help="the format (default: from OUT's extension)")
-    secret = parser.add_mutually_exclusive_group()
-    secret.add_argument("--encrypt-key-file", metavar="F", help="encrypt with the raw 32-byte key in this file (tensorizer)")
-    secret.add_argument("--encrypt-passphrase-file", metavar="F", help="encrypt with the passphrase in this file (tensorizer)")
-    parser.add_argument("--memory-budget", type=int, default=1 << 30, metavar="BYTES",
-                        help="tensor bytes held at once when converting one file (default 1 GiB)")
+    # The write's rows of the option table, as `ringload convert` takes them (same flags, help
+    # and words; the formats are those vLLM's loader reads).
+    rows = {row["name"]: row for row in _ringload.write_option_table()}
+    for name in ("format", "encrypt_key_file", "encrypt_passphrase_file", "memory_budget"):
+        row = rows[name]
+        parser.add_argument(row["cli_flag"], dest=name, choices=FORMATS if name == "format" else None,
+                            metavar={"format": None, "memory_budget": "BYTES"}.get(name, "F"),
+                            help=row["help"] + (f" (default {row['default']})" if row["default"] else ""))
     parser.add_argument("--sharded", type=int, metavar="N",
                         help="write vLLM's pre-sharded layout for N tensor-parallel ranks into the folder OUT "
                              "(runs vLLM on MODEL_DIR)")
     parser.add_argument("--dtype", default="auto", help="with --sharded: the dtype vLLM holds the parameters in")
     args = parser.parse_args(argv)
+    try:
+        args.memory_budget = _ringload.check_write_option("memory_budget", args.memory_budget or "0", "cli") or \
+            int(rows["memory_budget"]["default"])
+    except ValueError as error:
+        parser.error(f"{rows['memory_budget']['cli_flag']}: {error}")
+    if args.encrypt_key_file and args.encrypt_passphrase_file:
+        parser.error("give encrypt_key_file or encrypt_passphrase_file, not both")
+    args.to = args.format
     if args.sharded is not None and (args.sharded < 1 or args.to or args.encrypt_key_file
                                      or args.encrypt_passphrase_file):
         parser.error("--sharded takes a positive rank count and writes safetensors, unencrypted")

@@ -95,10 +95,8 @@ void add_ring_rows(std::vector<SharedRow>& rows) {
                                   "touch for network sources), background (true) or on-touch (false)",
                                   front_cli);
     prefault.choices = prefaults.choices();
-    rows.push_back({prefault,
-                    {[](const LoadSettings& s) { return std::string(prefaults.word_of(s.load.prefault)); },
-                     [](LoadSettings& s, std::string_view t) { s.load.prefault = prefaults.value_of(t); },
-                     {}}});
+    rows.push_back({prefault, choice_access(
+                                  prefaults, [](auto& s) -> auto& { return s.load.prefault; })});
 }
 
 // Secrets come only from files (never a command line, where `ps` and shell history see them);
@@ -129,10 +127,8 @@ void add_load_rows(std::vector<SharedRow>& rows) {
                                    "CPU loads: auto, arena (the load's memory, through the ring) or mapped (a local "
                                    "safetensors file's own pages, or fail saying why)");
     placement.choices = placements.choices();
-    rows.push_back({placement,
-                    {[](const LoadSettings& s) { return std::string(placements.word_of(s.load.placement)); },
-                     [](LoadSettings& s, std::string_view t) { s.load.placement = placements.value_of(t); },
-                     {}}});
+    rows.push_back({placement, choice_access(
+                                   placements, [](auto& s) -> auto& { return s.load.placement; })});
     add_device_rows(rows);
     add_ring_rows(rows);
     add_key_rows(rows);

@@ -68,9 +68,8 @@ void add_network_rows(std::vector<SharedRow>& rows) {
     rows.push_back({OptionRow{"read_mode", OptionKind::choice, read_modes.choices(),
                               "files: auto (O_DIRECT for cold files, the page cache for cached ones), direct or "
                               "buffered"},
-                    {[](const LoadSettings& s) { return std::string(read_modes.word_of(s.open.read_mode)); },
-                     [](LoadSettings& s, std::string_view t) { s.open.read_mode = read_modes.value_of(t); },
-                     {}}});
+                    choice_access(
+                        read_modes, [](auto& s) -> auto& { return s.open.read_mode; })});
     rows.push_back({open_row("connections", OptionKind::count, "network sources: connections (requests in flight)"),
                     network_number(&NetworkOptions::connections)});
     rows.push_back({open_row("streams", OptionKind::count, "HTTP/2: streams in flight per connection"),
@@ -83,12 +82,10 @@ void add_network_rows(std::vector<SharedRow>& rows) {
     rows.push_back({open_row("range_size", OptionKind::bytes,
                              "object stores and http(s): bytes per range request (0: 8 MiB) and per upload part"),
                     network_number(&NetworkOptions::range_size_bytes)});
-    rows.push_back(
-        {OptionRow{"http_version", OptionKind::choice, http_versions.choices(),
-                   "auto, 1.1 or 2 (on http://, 2 is h2c; on https://, auto lets ALPN decide)"},
-         {[](const LoadSettings& s) { return std::string(http_versions.word_of(s.open.network.http_version)); },
-          [](LoadSettings& s, std::string_view t) { s.open.network.http_version = http_versions.value_of(t); },
-          {}}});
+    rows.push_back({OptionRow{"http_version", OptionKind::choice, http_versions.choices(),
+                              "auto, 1.1 or 2 (on http://, 2 is h2c; on https://, auto lets ALPN decide)"},
+                    choice_access(
+                        http_versions, [](auto& s) -> auto& { return s.open.network.http_version; })});
     rows.push_back({open_row("ca_file", OptionKind::text,
                              "https: a PEM file (or hashed directory) of CAs to trust besides the system's"),
                     network_text(&NetworkOptions::ca_file)});

@@ -57,6 +57,15 @@ struct Words {
     }
 };
 
+// A choice row's access to an enum field: `field(settings)` gives the field (a generic lambda,
+// `[](auto& s) -> auto& { return s.load.placement; }`), `words` its words both ways.
+template <class Enum, class Field>
+FieldAccess choice_access(const Words<Enum>& words, Field field) {
+    return {[&words, field](const LoadSettings& s) { return std::string(words.word_of(field(s))); },
+            [&words, field](LoadSettings& s, std::string_view text) { field(s) = words.value_of(text); },
+            {}};
+}
+
 inline std::string flag_text(bool value) {
     return value ? "true" : "false";
 }

@@ -9,8 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <span>
 
 namespace ringload {
@@ -124,6 +127,92 @@ TEST(LoadModel, LoadsEachWeightFileAsItsOwnLoadWould) {
     ASSERT_TRUE(counted);
     EXPECT_TRUE(counted->files[0].model.tensors.empty());
     EXPECT_EQ(counted->files[0].tensors, loaded->files[0].tensors);
+}
+
+// The bytes of every tensor of `fixture`, by name, as its own Deserializer loads them.
+std::map<std::string, std::vector<std::byte>> bytes_by_name(const std::string& fixture) {
+    auto alone = Deserializer::open((testing::tensorizer_dir() / fixture).string());
+    EXPECT_TRUE(alone);
+    auto loaded = alone->load();
+    EXPECT_TRUE(loaded);
+    std::map<std::string, std::vector<std::byte>> out;
+    for (const LoadedTensor& tensor : loaded->tensors) {
+        out[tensor.info.name].assign(tensor.bytes.begin(), tensor.bytes.end());
+    }
+    return out;
+}
+
+TEST(LoadModel, AStreamedModelHandsOverEveryTensorOfEveryFileOnce) {
+    TempDir dir;
+    const std::vector<std::string> fixtures{"basic_v1.tensors", "large_mixed_v2.tensors", "module_v1.tensors"};
+    std::vector<std::string> files;
+    for (std::size_t k = 0; k < fixtures.size(); ++k) {
+        files.push_back((dir.path() / ("shard-" + std::to_string(k) + ".tensors")).string());
+        fs::copy_file(testing::tensorizer_dir() / fixtures[k], files.back());
+    }
+    std::mutex mutex;
+    std::vector<std::map<std::string, std::vector<std::byte>>> handed(files.size());
+    std::vector<std::shared_ptr<const void>> owners; // the handed tensors' memory, kept past the load
+    ModelLoadOptions options;
+    options.keep_tensors = false;
+    options.on_tensor = [&](std::size_t file, const StreamedTensor& streamed) {
+        std::lock_guard lock(mutex);
+        auto [at, fresh] = handed.at(file).try_emplace(streamed.tensor.info.name);
+        EXPECT_TRUE(fresh) << streamed.tensor.info.name << " handed over twice";
+        at->second.assign(streamed.tensor.bytes.begin(), streamed.tensor.bytes.end());
+        owners.push_back(streamed.owner);
+    };
+    auto streamed = load_model(files, options); // the files one by one, as the server loaders' uri
+    ASSERT_TRUE(streamed) << streamed.error().message();
+    ASSERT_EQ(streamed->files.size(), files.size());
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        EXPECT_EQ(streamed->files[k].path, files[k]);
+        EXPECT_EQ(handed[k], bytes_by_name(fixtures[k])) << fixtures[k];
+        EXPECT_EQ(handed[k].size(), streamed->files[k].tensors);
+    }
+    auto folder = load_model(dir.path().string(), ModelLoadOptions{});
+    ASSERT_TRUE(folder);
+    EXPECT_EQ(folder->files.size(), streamed->files.size()); // the folder's files are these
+}
+
+TEST(LoadModel, TheCallersCancelStopsEveryFileAndAListIsNotSigned) {
+    TempDir dir;
+    std::vector<std::string> files;
+    for (int k = 0; k < 4; ++k) {
+        files.push_back((dir.path() / ("shard-" + std::to_string(k) + ".tensors")).string());
+        fs::copy_file(testing::tensorizer_dir() / "large_mixed_v2.tensors", files.back());
+    }
+    CancelToken cancel;
+    cancel.cancel(); // before any file starts: none of them loads
+    ModelLoadOptions options;
+    options.load.cancel = &cancel;
+    auto cancelled = load_model(files, options);
+    ASSERT_FALSE(cancelled);
+    EXPECT_EQ(cancelled.error().code, errc::cancelled) << cancelled.error().message();
+
+    CancelToken midway; // from the hand-over of the first tensor: the loads stop, nothing hangs
+    ModelLoadOptions streaming;
+    streaming.load.cancel = &midway;
+    std::atomic<int> handed{0};
+    streaming.on_tensor = [&](std::size_t, const StreamedTensor&) {
+        if (handed++ == 0) {
+            midway.cancel();
+        }
+    };
+    auto stopped = load_model(files, streaming);
+    EXPECT_GT(handed.load(), 0);
+    if (!stopped) {
+        EXPECT_EQ(stopped.error().code, errc::cancelled) << stopped.error().message();
+    } else { // every file had finished first: then the model is whole
+        EXPECT_EQ(stopped->files.size(), files.size());
+    }
+
+    ModelLoadOptions signed_options;
+    signed_options.signature = SignatureCheck{};
+    auto refused = load_model(files, signed_options);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message().find("not by a list of files"), std::string::npos);
+    EXPECT_FALSE(load_model(std::vector<std::string>{}, ModelLoadOptions{}));
 }
 
 TEST(LoadModel, TheFirstFailureIsReportedNamingItsFile) {

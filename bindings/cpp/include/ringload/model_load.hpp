@@ -38,6 +38,11 @@ struct ModelLoadOptions {
     // How a file is opened (keys, network options); empty: Deserializer::open(path).
     std::function<Result<Deserializer>(const std::string& path)> open;
     bool keep_tensors = true; // false: each file's tensors are freed once counted (a load to measure)
+    // Streamed hand-over across the model: each file's tensors as they land (LoadOptions::
+    // on_tensor's promises), `file` its place in the files' order. Files load side by side, so
+    // calls come from several threads at once: keep it short and thread-safe (queue the
+    // tensor). load.on_tensor is replaced by it. load.cancel, when set, stops every file.
+    std::function<void(std::size_t file, const StreamedTensor&)> on_tensor;
 };
 
 struct FileLoaded {
@@ -78,5 +83,10 @@ std::uint32_t slots_per_file(std::size_t files_at_once, bool slots_held_until_ha
 // failure cancels the others and is the one reported; a file that fails its parse is hashed
 // first, so that a changed signed file is reported as changed.
 Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options);
+
+// The same for a model's files given one by one (paths or URIs: the server loaders' `uri`),
+// in this order. A signature is checked against the folder of a model given whole; here it
+// is refused (the Python package's signed loads open the signed model themselves).
+Result<ModelLoaded> load_model(const std::vector<std::string>& files, const ModelLoadOptions& options);
 
 } // namespace ringload

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <thread>
 
@@ -28,10 +29,14 @@ namespace fs = std::filesystem;
 
 // `opened`: the file's deserializer (or why it did not open); `reads_done` goes to
 // LoadOptions::on_reads_done.
-Result<FileLoaded> load_one(const ModelLoadOptions& load, const std::string& path, Result<Deserializer> opened,
-                            const SignedModel* signed_model, std::function<void()> reads_done) {
+Result<FileLoaded> load_one(const ModelLoadOptions& load, std::size_t k, const std::string& path,
+                            Result<Deserializer> opened, const SignedModel* signed_model,
+                            std::function<void()> reads_done) {
     LoadOptions options = load.load;
     options.on_reads_done = std::move(reads_done);
+    if (load.on_tensor) {
+        options.on_tensor = [&load, k](const StreamedTensor& tensor) { load.on_tensor(k, tensor); };
+    }
     if (signed_model != nullptr) {
         RL_TRY(file, signed_model->file(path));
         options.signed_file = std::move(file);
@@ -66,11 +71,17 @@ ModelLoadOptions options_side_by_side(const ModelLoadOptions& load, std::size_t 
 }
 
 // The first failure that was not a cancellation (a load stopped because another failed), else
+// a cancellation (a file that never started counts as cancelled: the model is not whole), else
 // the files in order.
-Result<std::vector<FileLoaded>> gathered(std::vector<std::optional<Result<FileLoaded>>>& results) {
+Result<std::vector<FileLoaded>> gathered(std::vector<std::optional<Result<FileLoaded>>>& results,
+                                         const std::vector<std::string>& files) {
     std::vector<FileLoaded> loaded;
     std::optional<Error> cancelled;
-    for (auto& result : results) {
+    for (std::size_t k = 0; k < results.size(); ++k) {
+        auto& result = results[k];
+        if (!result && !cancelled) {
+            cancelled = fail(errc::cancelled, files[k] + ": the model's load was cancelled before this file started");
+        }
         if (result && !*result && result->error().code != errc::cancelled) {
             return std::move(*result).error();
         }
@@ -96,6 +107,11 @@ Result<std::vector<FileLoaded>> load_files(const ModelLoadOptions& load, const s
     std::vector<std::optional<Result<FileLoaded>>> results(files.size());
     std::atomic<std::size_t> next{0};
     CancelToken stop;
+    // The caller's cancel stops every file (each file's load watches `stop`).
+    std::optional<CancelToken::Subscription> asked;
+    if (load.load.cancel != nullptr) {
+        asked.emplace(load.load.cancel->subscribe([&stop] { stop.cancel(); }));
+    }
     const ModelLoadOptions each = options_side_by_side(load, lanes, stop);
     // The first files to read are all opened before any of them reads: a header read queued
     // behind another file's first 32 reads started its file up to 60 ms late, to end alone.
@@ -112,7 +128,7 @@ Result<std::vector<FileLoaded>> load_files(const ModelLoadOptions& load, const s
             reading.acquire();
             std::once_flag once; // the file stops reading when its reads end, or its load does
             const auto reads_over = [&] { std::call_once(once, [&] { reading.release(); }); };
-            results[k] = load_one(each, files[k], std::move(opened), signed_model, reads_over);
+            results[k] = load_one(each, k, files[k], std::move(opened), signed_model, reads_over);
             reads_over();
             if (!*results[k]) {
                 stop.cancel();
@@ -127,7 +143,7 @@ Result<std::vector<FileLoaded>> load_files(const ModelLoadOptions& load, const s
     for (std::thread& thread : threads) {
         thread.join();
     }
-    return gathered(results);
+    return gathered(results, files);
 }
 
 // The model's weight files (a signed model's: each must be in its statement, which load_one's
@@ -166,6 +182,22 @@ std::size_t files_read_at_once(const std::vector<std::string>& files, bool signe
         return wanted;
     }
     return std::clamp<std::uint64_t>(room->bytes / (2 * largest), 1, wanted);
+}
+
+Result<ModelLoaded> load_model(const std::vector<std::string>& files, const ModelLoadOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    if (options.signature) {
+        return fail(errc::invalid_argument,
+                    "a signed model is loaded by its folder or its one file, not by a list of files");
+    }
+    if (files.empty()) {
+        return fail(errc::invalid_argument, "no files to load");
+    }
+    RL_TRY(each, load_files(options, files, nullptr));
+    ModelLoaded loaded;
+    loaded.files = std::move(each);
+    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return loaded;
 }
 
 Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options) {

@@ -592,6 +592,21 @@ def python_api(model, sigs, keys):
     ringload.sign_model(model, sig, private_key=os.path.join(keys, "p256.key"))
     out = run(MODEL_SIGNING, "verify", "key", model, "--signature", sig, "--public_key", os.path.join(keys, "p256.pub"))
     check("model_signing verifies ringload.sign_model's signature", out.returncode == 0, out.stderr[-2000:])
+    # The model-level call streamed: a signed folder's tensors, each file verified in its read.
+    # (Its two shards are one file's copies: each name comes twice.)
+    trust = {"signature": sig, "public_key": os.path.join(keys, "p256.pub")}
+    files = ringload._ringload.find_weight_files(model)
+    alone = {name: tensor for path in files for name, tensor in ringload.load_file(path).items()}
+    streamed = list(ringload.stream_folder(model, **trust))
+    expected_names = sorted(name for path in files for name in ringload.load_file(path))
+    check("ringload.stream_folder of a signed model hands over each file's tensors",
+          sorted(name for name, _ in streamed) == expected_names and
+          all(tensor.equal(alone[name]) for name, tensor in streamed), len(streamed))
+    try:
+        dict(ringload.stream_folder(model, signature=sig, public_key=os.path.join(keys, "p384.pub")))
+        check("ringload.stream_folder with a wrong key raises", False, "no error")
+    except ringload.SignatureError as error:
+        check("ringload.stream_folder with a wrong key raises SignatureError", "another key" in str(error), error)
 
 
 def main():

@@ -425,3 +425,70 @@ def test_leaving_a_local_stream_half_way_then_loading_again(files):
         assert raw(tensor) == raw(expected[name]), name
         stream.close()
     assert_same(dict(ringload.stream_tensors(files["safetensors"])), expected)
+
+
+# ringload.stream_folder: the engine's model-level call streamed (ringload/model_load.hpp's
+# load_model with ModelLoadOptions::on_tensor): a model's files read side by side, each tensor
+# handed over as it lands.
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """A folder of three safetensors shards and its index, and what PyPI safetensors reads."""
+    root = tmp_path_factory.mktemp("model")
+    everything, weight_map = {}, {}
+    for k in range(3):
+        part = {f"layers.{k}.{i}.weight": t for i, t in enumerate(state(count=6, seed=k).values())}
+        name = f"model-{k + 1:05d}-of-00003.safetensors"
+        safetensors_torch.save_file(part, str(root / name))
+        everything.update(part)
+        weight_map.update({tensor: name for tensor in part})
+    (root / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    return root, everything
+
+
+def test_a_streamed_folder_hands_over_every_tensor_of_every_shard_once(shards):
+    root, expected = shards
+    got = {}
+    for name, tensor in ringload.stream_folder(root):
+        assert name not in got, f"{name} handed over twice"
+        got[name] = tensor
+    assert_same(got, expected)
+    assert_same(ringload.load_folder(root), expected)  # the same call, whole
+    # The files one by one (a server loader's uri list), with a dtype on the way.
+    files = sorted(str(path) for path in root.glob("*.safetensors"))
+    halves = dict(ringload.stream_folder(files, dtype=torch.float16))
+    assert_same(halves, {n: t.half() if t.is_floating_point() else t for n, t in expected.items()})
+
+
+def test_a_streamed_folder_left_half_way_cancels_every_file(shards):
+    root, expected = shards
+    before = thread_count()
+    for _ in range(5):
+        stream = ringload.stream_folder(root, slot_size=64 << 10, ring_bytes=256 << 10)
+        name, tensor = next(stream)
+        assert raw(tensor) == raw(expected[name]), name
+        stream.close()
+    assert thread_count() <= before, "a load thread outlived its stream"
+    assert_same(dict(ringload.stream_folder(root)), expected)
+
+
+def test_a_streamed_model_names_what_is_wrong(shards, tmp_path):
+    root, _ = shards
+    missing = str(tmp_path / "nothing.safetensors")
+    with pytest.raises(ringload.SourceNotFoundError, match="nothing.safetensors"):
+        dict(ringload.stream_folder([str(next(root.glob("*.safetensors"))), missing]))
+    with pytest.raises(ValueError, match="option threads must be"):
+        ringload.stream_folder(root, threads="many")
+    with pytest.raises(ValueError, match="not by a list of files"):
+        dict(ringload.stream_folder([missing], signature=str(tmp_path / "m.sig"), public_key=missing))
+
+
+def test_an_encrypted_model_streams_with_its_key(tmp_path):
+    tensors = state(count=12)
+    params = ringload.EncryptionParams.random()
+    for k, half in enumerate((dict(list(tensors.items())[:7]), dict(list(tensors.items())[7:]))):
+        with ringload.TensorSerializer(str(tmp_path / f"part-{k}.tensors"), encryption=params) as writer:
+            writer.write_state_dict(half)
+    key = ringload.DecryptionParams.from_key(params.key)
+    assert_same(dict(ringload.stream_folder(tmp_path, encryption=key, verify_hash=True)), tensors)
+    with pytest.raises(ringload.DecryptionError):
+        dict(ringload.stream_folder(tmp_path))

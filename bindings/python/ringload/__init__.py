@@ -24,9 +24,9 @@ from .dropin.files import convert, load, load_file, load_model, save, save_file,
 from .dropin.safe_open import safe_open  # noqa: F401
 from .dropin.stream import stream_tensors  # noqa: F401
 from .ground.signing import sign_model, verify_model  # noqa: F401
-from .dropin.model_load import load_folder  # noqa: F401
+from .dropin.model_load import load_folder, stream_folder  # noqa: F401
 
-__all__ = ["TensorDeserializer", "load_folder", "TensorSerializer", "convert", "load_file", "save_file", "stream_tensors", "EncryptionParams", "DecryptionParams", "RingloadError",
+__all__ = ["TensorDeserializer", "load_folder", "stream_folder", "TensorSerializer", "convert", "load_file", "save_file", "stream_tensors", "EncryptionParams", "DecryptionParams", "RingloadError",
            "FormatError", "HashMismatchError", "DecryptionError", "SourceError", "DeviceError", "CancelledError",
            "ArgumentError", "load", "save", "load_model", "save_model", "safe_open", "SafetensorError",
            "SourceNotFoundError", "SliceIndexError", "SignatureError", "verify_model", "sign_model"]

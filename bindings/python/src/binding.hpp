@@ -123,6 +123,15 @@ void set_python_option(LoadSettings& settings, const std::string& name, nb::hand
 // A load's tensors as _ringload.Loaded (deserializer_binding.cpp), tensor k the model's k-th.
 nb::object loaded_object(LoadedModel model);
 
-void bind_model_load(nb::module_& m); // model_load_binding.cpp
+// Keyword arguments as the option table takes them from Python (set_python_option each), then
+// finish_settings; ValueError with the table's words (model_load_binding.cpp).
+LoadSettings python_settings(const nb::kwargs& given);
+
+// A tensor's index row as tensor_rows() gives it (deserializer_binding.cpp): (index, name,
+// path, dtype, shape, byte_length, data_length, is_meta, module_index, tensor_type, data_offset).
+nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index);
+
+void bind_model_load(nb::module_& m);   // model_load_binding.cpp
+void bind_model_stream(nb::module_& m); // model_stream_binding.cpp
 
 } // namespace ringload::python

@@ -126,24 +126,6 @@ nb::dict tensor_dict(const TensorInfo& info, std::size_t index) {
     return row;
 }
 
-// tensor_dict's fields as a tuple, in _Entry's order (index, name, path, dtype, shape,
-// byte_length, data_length, is_meta, module_index, tensor_type, data_offset): no dict and no key strings
-// per tensor, for indexes of a million tensors.
-nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index) {
-    nb::object path = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.path.size())));
-    for (std::size_t k = 0; k < info.path.size(); ++k) {
-        PyTuple_SET_ITEM(path.ptr(), static_cast<Py_ssize_t>(k), path_object(info.path[k]).release().ptr());
-    }
-    nb::object shape = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.shape.size())));
-    for (std::size_t k = 0; k < info.shape.size(); ++k) {
-        PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(k), PyLong_FromUnsignedLongLong(info.shape[k]));
-    }
-    return nb::make_tuple(index, nb::bytes(info.name.data(), info.name.size()), path,
-                          nb::str(torch_name(info.dtype).data(), torch_name(info.dtype).size()), shape,
-                          info.byte_length, info.data_length_bytes, info.is_meta, info.module_index, info.tensor_type,
-                          info.data_offset_bytes);
-}
-
 // One load's tensors and what owns their memory.
 struct Loaded {
     LoadedModel model;
@@ -483,6 +465,16 @@ void bind_loaded(nb::module_& m) {
                 return loaded.model.tensors[loaded.position_of_k[k]].info.display_name();
             },
             nb::arg("k"), "Tensor k's name, as the file's index gives it")
+        .def(
+            "row",
+            [](const Loaded& loaded, std::size_t k) {
+                if (k >= loaded.position_of_k.size()) {
+                    throw nb::index_error("no such loaded tensor");
+                }
+                const std::size_t position = loaded.position_of_k[k];
+                return tensor_tuple(loaded.model.tensors[position].info, position);
+            },
+            nb::arg("k"), "Tensor k as loaded (its dtype after dtype=), as an index row of tensor_rows()")
         .def_prop_ro("seconds", &Loaded::seconds)
         .def_prop_ro("bytes", [](const Loaded& loaded) { return loaded.model.bytes; })
         .def_prop_ro("device", [](const Loaded& loaded) { return loaded.model.device; })
@@ -558,6 +550,24 @@ void bind_loads(nb::class_<PyDeserializer>& deserializer) {
 }
 
 } // namespace
+
+// tensor_dict's fields as a tuple, in _Entry's order (index, name, path, dtype, shape,
+// byte_length, data_length, is_meta, module_index, tensor_type, data_offset): no dict and no key strings
+// per tensor, for indexes of a million tensors.
+nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index) {
+    nb::object path = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.path.size())));
+    for (std::size_t k = 0; k < info.path.size(); ++k) {
+        PyTuple_SET_ITEM(path.ptr(), static_cast<Py_ssize_t>(k), path_object(info.path[k]).release().ptr());
+    }
+    nb::object shape = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(info.shape.size())));
+    for (std::size_t k = 0; k < info.shape.size(); ++k) {
+        PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(k), PyLong_FromUnsignedLongLong(info.shape[k]));
+    }
+    return nb::make_tuple(index, nb::bytes(info.name.data(), info.name.size()), path,
+                          nb::str(torch_name(info.dtype).data(), torch_name(info.dtype).size()), shape,
+                          info.byte_length, info.data_length_bytes, info.is_meta, info.module_index, info.tensor_type,
+                          info.data_offset_bytes);
+}
 
 nb::object loaded_object(LoadedModel model) {
     auto loaded = std::make_shared<Loaded>();

@@ -12,10 +12,8 @@
 #include <nanobind/stl/string.h>
 
 namespace ringload::python {
-namespace {
 
-// The keyword arguments as the option table takes them from Python, finished.
-LoadSettings settings_of(const nb::kwargs& given) {
+LoadSettings python_settings(const nb::kwargs& given) {
     LoadSettings settings;
     for (auto [key, value] : given) {
         if (!value.is_none()) {
@@ -28,8 +26,10 @@ LoadSettings settings_of(const nb::kwargs& given) {
     return settings;
 }
 
+namespace {
+
 nb::list load(const std::string& model, const nb::kwargs& given) {
-    const LoadSettings settings = settings_of(given);
+    const LoadSettings settings = python_settings(given);
     ModelLoadOptions options;
     options.load = settings.load;
     if (!settings.signature.signature_file.empty()) {

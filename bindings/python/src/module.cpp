@@ -40,6 +40,7 @@ NB_MODULE(_ringload, m) {
     ringload::python::bind_stream(m);
     ringload::python::bind_facts(m);
     ringload::python::bind_model_load(m);
+    ringload::python::bind_model_stream(m);
     ringload::python::bind_signing(m);
     m.def("mostly_in_page_cache", &mostly_in_page_cache, nanobind::arg("path"),
           "Whether the engine's read_mode \"auto\" reads this local file through the page cache (enough of "

@@ -27,11 +27,6 @@
 namespace ringload::python {
 namespace {
 
-// One tensor handed over, as the package's to_torch / to_numpy take a load (k is always 0).
-struct StreamedItem {
-    StreamedTensor streamed;
-};
-
 template <class Framework>
 nb::ndarray<Framework> item_array(const std::shared_ptr<StreamedItem>& item, std::size_t k, bool raw) {
     if (k != 0) {

@@ -33,6 +33,12 @@ struct StreamRequest {
     std::shared_ptr<const SignedFile> signed_file; // LoadOptions::signed_file
 };
 
+// One tensor handed over, as the package's to_torch / to_numpy take a load (k is always 0):
+// _ringload.StreamedItem, of a TensorStream or a ModelStream (model_stream_binding.cpp).
+struct StreamedItem {
+    StreamedTensor streamed;
+};
+
 // Starts the load; `owner` (the Python Deserializer) stays referenced while the stream lives,
 // so that `lock` and the file do. Returns the TensorStream.
 nb::object start_stream(nb::object owner, std::shared_ptr<Deserializer> source, std::mutex& lock,

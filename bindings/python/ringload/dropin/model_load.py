@@ -9,14 +9,22 @@ index, *.tensors, *.bin and their index, *.pt), read side by side; with signatur
 verified in its own read and the folder's other files are hashed after; the first failure is
 raised, naming its file. Keyword arguments are the option table's Python rows (device, dtype,
 verify_hash, threads, placement, the network and signature words, ...), checked with its words.
+
+    for name, tensor in ringload.stream_folder("/models/llama", device="cuda:0"):   # as they land
+        model.load_weights([(name, tensor)])
+
+ringload.stream_folder is the same call streamed (ModelLoadOptions::on_tensor): every tensor of
+every file handed over as it lands, the files read side by side.
 """
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Dict, Iterator, Tuple
 
 from .. import _ringload
-from ..ground.tensors import dtype_name
+from ..ground.crypto import secret_kwargs
+from ..ground.file_reads import Entry
+from ..ground.tensors import dtype_name, to_torch
 
 
 def load_folder(model, **options) -> Dict[str, object]:
@@ -29,8 +37,46 @@ def load_folder(model, **options) -> Dict[str, object]:
     tensors, found_in = {}, {}
     for path, loaded in _ringload.load_model(os.fspath(model), **options):
         for k in range(len(loaded)):
-            name = loaded.name(k)
-            if name in tensors:
-                raise ValueError(f"ringload: tensor {name!r} is in {found_in[name]} and in {path}")
-            tensors[name], found_in[name] = loaded.array(k), path
+            entry = Entry.from_tuple(loaded.row(k))  # as loaded: torch takes its dtype through to_torch
+            if entry.name in tensors:
+                raise ValueError(f"ringload: tensor {entry.name!r} is in {found_in[entry.name]} and in {path}")
+            tensors[entry.name], found_in[entry.name] = to_torch(loaded, k, entry.dtype, entry.shape), path
     return tensors
+
+
+def stream_folder(model, device="cpu", dtype=None, *, encryption=None, **options) -> Iterator[Tuple[str, object]]:
+    """(name, tensor) for every tensor of `model` as it lands: the engine's model-level call
+    (ringload/model_load.hpp's load_model) streamed, its files read side by side.
+
+    Args:
+        model: a folder (its weight files, as load_folder finds them; with signature= each file
+            is verified in its own read before any of its tensors is handed over), one file,
+            or a list of files or URLs, in order (a signature is refused for a list).
+        device, dtype: where the tensors go and what floating tensors become on the way.
+        encryption: the DecryptionParams of encrypted tensorizer files.
+        options: the option table's Python rows (verify_hash, threads, ring_bytes, placement,
+            the network and signature words, ...), checked with its words.
+
+    Tensors come in the order they complete across the files; each keeps its file's memory
+    alive. Leaving the loop early (break, an exception, close()) cancels every file's load.
+    """
+    if isinstance(model, (list, tuple)):
+        model = [os.fspath(each) for each in model]
+    else:
+        model = os.fspath(model)
+    stream = _ringload.stream_model(model, **secret_kwargs(encryption), device=_ringload.device_text(device),
+                                    dtype=dtype_name(dtype), **options)
+    return _handed_over(stream)
+
+
+def _handed_over(stream) -> Iterator[Tuple[str, object]]:
+    try:
+        while True:
+            got = stream.next()
+            if got is None:
+                return
+            _, row, item = got
+            entry = Entry.from_tuple(row)  # the tensor as loaded: its dtype after dtype=
+            yield entry.name, to_torch(item, 0, entry.dtype, entry.shape)
+    finally:
+        stream.close()

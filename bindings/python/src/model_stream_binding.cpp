@@ -1,0 +1,185 @@
+// bindings/python/src/model_stream_binding.cpp
+//
+// _ringload.stream_model: the engine's model-level call (ringload/model_load.hpp) streamed, for
+// ringload.stream_folder: a thread of its own runs load_model over a model's files (read side
+// by side, by the engine's rule for how many) with ModelLoadOptions::on_tensor queueing each
+// tensor as it lands; next() takes them with the GIL released while it waits, as
+// TensorStream does for one file. close() (also on garbage collection) cancels every file's
+// load and joins the thread; tensors already handed out stay valid (each keeps its file's
+// memory alive through its owner).
+//
+//  load thread:  [ load_model: file 0 ... on_tensor(0, a) ... file 1 ... on_tensor(1, b) ... done ]
+//  Python:       next() -> (0, row of a, a)   next() -> (1, row of b, b)   next() -> None
+#include "binding.hpp"
+#include "stream_binding.hpp"
+
+#include "ringload/model_load.hpp"
+#include "ringload/options.hpp"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <variant>
+
+namespace ringload::python {
+namespace {
+
+class ModelStream {
+public:
+    // `model`: a folder or one file (load_model(model): a signature checks in the same read),
+    // or a model's files one by one.
+    using Model = std::variant<std::string, std::vector<std::string>>;
+
+    ModelStream(Model model, ModelLoadOptions options) {
+        options.keep_tensors = false; // what is handed over is kept by its owner, not the load
+        options.load.cancel = &cancel_;
+        options.on_tensor = [this](std::size_t file, const StreamedTensor& tensor) {
+            {
+                std::lock_guard lock(mutex_);
+                queue_.push_back({file, StreamedItem{tensor}});
+            }
+            changed_.notify_all();
+        };
+        thread_ = std::thread([this, model = std::move(model), options = std::move(options)] { run(model, options); });
+    }
+    ~ModelStream() { close(); }
+    ModelStream(const ModelStream&) = delete;
+    ModelStream& operator=(const ModelStream&) = delete;
+
+    // (file, the tensor's index row as tensor_rows gives it, StreamedItem) for the next tensor
+    // handed over, None once every file's were; raises the first failure.
+    nb::object next() {
+        std::optional<Handed> handed;
+        std::optional<Error> failure;
+        for (;;) {
+            bool finished = false;
+            {
+                nb::gil_scoped_release released;
+                std::unique_lock lock(mutex_);
+                if (changed_.wait_for(lock, std::chrono::milliseconds(100),
+                                      [this] { return !queue_.empty() || finished_; })) {
+                    if (!queue_.empty()) {
+                        handed.emplace(std::move(queue_.front()));
+                        queue_.pop_front();
+                    } else {
+                        finished = true;
+                        if (!closing_) {
+                            failure = failure_;
+                        }
+                    }
+                }
+            }
+            if (handed || finished) {
+                break;
+            }
+            if (PyErr_CheckSignals() != 0) { // Ctrl-C while waiting
+                throw nb::python_error();
+            }
+        }
+        if (failure) {
+            throw EngineFailure(*failure);
+        }
+        if (!handed) {
+            return nb::none();
+        }
+        auto item = std::make_shared<StreamedItem>(std::move(handed->item));
+        nb::tuple row = tensor_tuple(item->streamed.tensor.info, item->streamed.position);
+        return nb::make_tuple(handed->file, row, nb::cast(item));
+    }
+
+    // Cancels the loads still running and waits for the thread (GIL released: it never takes it).
+    void close() {
+        nb::gil_scoped_release released;
+        {
+            std::lock_guard lock(mutex_);
+            closing_ = true;
+        }
+        cancel_.cancel();
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+        std::lock_guard lock(mutex_);
+        queue_.clear(); // the owners of tensors not taken
+    }
+
+private:
+    struct Handed {
+        std::size_t file = 0;
+        StreamedItem item;
+    };
+
+    // The load thread: never touches Python.
+    void run(const Model& model, const ModelLoadOptions& options) {
+        Result<ModelLoaded> loaded =
+            std::visit([&options](const auto& given) { return load_model(given, options); }, model);
+        {
+            std::lock_guard lock(mutex_);
+            if (!loaded) {
+                failure_ = loaded.error();
+            }
+            finished_ = true;
+        }
+        changed_.notify_all();
+    }
+
+    CancelToken cancel_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<Handed> queue_;     // guarded by mutex_
+    bool finished_ = false;        // guarded by mutex_
+    bool closing_ = false;         // guarded by mutex_
+    std::optional<Error> failure_; // guarded by mutex_
+    std::thread thread_;
+};
+
+// The model and options of a stream: the option table's Python rows as keywords (checked with
+// its words), a tensorizer key or passphrase as the package's DecryptionParams gives them.
+std::shared_ptr<ModelStream> start(nb::handle model, const std::optional<nb::bytes>& key,
+                                   const std::optional<std::string>& passphrase, const nb::kwargs& given) {
+    ModelStream::Model what;
+    if (nb::isinstance<nb::str>(model)) {
+        what = nb::cast<std::string>(model);
+    } else {
+        what = nb::cast<std::vector<std::string>>(model);
+    }
+    const LoadSettings settings = python_settings(given);
+    ModelLoadOptions options;
+    options.load = settings.load;
+    if (!settings.signature.signature_file.empty()) {
+        options.signature = settings.signature;
+    }
+    OpenOptions open = settings.open;
+    if (key) {
+        open.decryption =
+            value_or_throw(DecryptionParams::from_key({reinterpret_cast<const std::byte*>(key->c_str()), key->size()}));
+    } else if (passphrase) {
+        open.decryption = value_or_throw(DecryptionParams::from_passphrase(*passphrase));
+    }
+    options.open = [open](const std::string& path) { return Deserializer::open(path, open); };
+    return std::make_shared<ModelStream>(std::move(what), std::move(options));
+}
+
+} // namespace
+
+void bind_model_stream(nb::module_& m) {
+    nb::class_<ModelStream>(m, "ModelStream",
+                            "A model's files loaded side by side, each tensor handed over as it lands")
+        .def("next", &ModelStream::next,
+             "(file, index row, StreamedItem) for the next tensor handed over (file: its place in the files), None at "
+             "the end; waits with the GIL released; raises the first failure, naming its file")
+        .def("close", &ModelStream::close, "Cancels the loads still running and waits for them");
+    m.def("stream_model", &start, nb::arg("model"), nb::arg("key").none() = nb::none(),
+          nb::arg("passphrase").none() = nb::none(), nb::arg("options"),
+          "ringload/model_load.hpp's load_model of `model` (a folder or one file, or a list of files or URIs in "
+          "order) streamed: a ModelStream; the option table's Python rows as keyword arguments");
+}
+
+} // namespace ringload::python

@@ -92,9 +92,10 @@ def test_state_dict_equals_tensorizers(file, verify):
 @pytest.mark.parametrize("file", ["large_mixed_v2.tensors", "module_v1.tensors", "unicode_names_v1.tensors"])
 def test_filter_and_lazy_load_equal_tensorizers(file):
     path = os.path.join(FIXTURES, file)
-    keep = lambda name: hash(name) % 3 != 0  # noqa: E731 (deterministic per run: str hashing is per-process)
     names = [n for n in tensorizer.TensorDeserializer(path, device="cpu", lazy_load=True).keys()]
-    chosen = {n for n in names if keep(n)}
+    # Two names in three, by place: never none (a per-process str hash chose none of a small
+    # file's names now and then, and tensorizer cannot load an empty choice: a pool of 0 threads).
+    chosen = {n for k, n in enumerate(names) if k % 3 != 2}
     theirs = tensorizer.TensorDeserializer(path, device="cpu", filter_func=lambda n: n in chosen)
     ours = ringload.TensorDeserializer(path, device="cpu", filter_func=lambda n: n in chosen, lazy_load=True)
     assert set(ours.keys()) == set(theirs.keys()) == chosen

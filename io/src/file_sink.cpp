@@ -209,9 +209,19 @@ public:
         }
         std::string linked = temp_.named;
         if (linked.empty()) {
-            // linkat() cannot replace a file: link under a fresh name, then rename over the target.
-            linked = "." + base_ + ".ringload-" + random_suffix();
+            // Where the target is not there, the unnamed file is linked in under its name at
+            // once: a kill at any moment leaves nothing or the whole file (a kill -9 between a
+            // link under a fresh name and the rename once left that name behind). linkat()
+            // cannot replace a file: over an existing target, link under a fresh name, then
+            // rename over it.
             const std::string from = proc_fd_path(temp_.fd.get());
+            if (::linkat(AT_FDCWD, from.c_str(), dir_fd_.get(), base_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+                return placed();
+            }
+            if (errno != EEXIST) {
+                return errno_error(target_, "cannot link the written file into " + dir_path_, errno);
+            }
+            linked = "." + base_ + ".ringload-" + random_suffix();
             if (::linkat(AT_FDCWD, from.c_str(), dir_fd_.get(), linked.c_str(), AT_SYMLINK_FOLLOW) != 0) {
                 return errno_error(target_, "cannot link the written file into " + dir_path_, errno);
             }
@@ -221,6 +231,12 @@ public:
             ::unlinkat(dir_fd_.get(), linked.c_str(), 0);
             return errno_error(target_, "cannot rename the written file into place", error_number);
         }
+        return placed();
+    }
+
+private:
+    // The file is under the target's name: made durable with its directory.
+    Result<void> placed() {
         committed_ = true;
         if (::fsync(dir_fd_.get()) != 0) {
             return errno_error(dir_path_, "cannot flush the directory to disk", errno);
@@ -228,7 +244,6 @@ public:
         return {};
     }
 
-private:
     bool direct() const noexcept { return temp_.direct_fd.valid(); }
     bool direct_aligned_piece(const PageWrite& page) const {
         return direct() && posix::direct_aligned(page.offset_bytes) && posix::direct_aligned(page.bytes.size()) &&

@@ -289,28 +289,35 @@ nb::object python_value_of(const OptionRow& row, const std::string& text) {
     }
 }
 
-nb::object check_option(const std::string& name, nb::handle value, const std::string& front) {
-    const OptionRow* row = option_named(name);
+// `value` checked against `row` (the row named `name` of a table, nullptr when it has none)
+// as `front` takes it; a missing row, or one of another front, is refused by `set` (the
+// table's setter) in the table's words, every known name listed. A command line's text (the
+// "cli" front: vllm_convert's flags) is checked as the CLI checks it.
+template <class Settings, class SetOption>
+nb::object check_in_table(const OptionRow* row, const std::string& name, nb::handle value, const std::string& front,
+                          SetOption set) {
     const std::uint8_t bit = front_of(front);
     if (row == nullptr || (row->fronts & bit) == 0) {
-        LoadSettings scratch;
-        throw nb::value_error(set_option(scratch, name, "", bit).error().message().c_str());
+        Settings scratch;
+        throw nb::value_error(set(scratch, name, "", bit).error().message().c_str());
+    }
+    if (bit == front_cli) {
+        return python_value_of(*row, checked_or_raise(*row, nb::cast<std::string>(nb::str(value))));
     }
     return checked_python_value(row, name, value);
 }
 
+nb::object check_option(const std::string& name, nb::handle value, const std::string& front) {
+    return check_in_table<LoadSettings>(option_named(name), name, value, front,
+                                        [](LoadSettings& settings, const std::string& n, const char* text,
+                                           std::uint8_t bit) { return set_option(settings, n, text, bit); });
+}
+
 // As check_option, for a write's rows (write_option_table: Python's convert, vllm_convert).
 nb::object check_write_option(const std::string& name, nb::handle value, const std::string& front) {
-    const OptionRow* row = write_option_named(name);
-    const std::uint8_t bit = front_of(front);
-    if (row == nullptr || (row->fronts & bit) == 0) {
-        WriteSettings scratch;
-        throw nb::value_error(set_write_option(scratch, name, "", bit).error().message().c_str());
-    }
-    if (bit == front_cli) { // a command line's text (vllm_convert), as `ringload convert` takes it
-        return python_value_of(*row, checked_or_raise(*row, nb::cast<std::string>(nb::str(value))));
-    }
-    return checked_python_value(row, name, value);
+    return check_in_table<WriteSettings>(write_option_named(name), name, value, front,
+                                         [](WriteSettings& settings, const std::string& n, const char* text,
+                                            std::uint8_t bit) { return set_write_option(settings, n, text, bit); });
 }
 
 // `value` of `row` as Python holds it once checked (check_option's second half).

@@ -11,6 +11,7 @@
 //  load thread:  [ load_model: file 0 ... on_tensor(0, a) ... file 1 ... on_tensor(1, b) ... done ]
 //  Python:       next() -> (0, row of a, a)   next() -> (1, row of b, b)   next() -> None
 #include "binding.hpp"
+#include "hand_over_queue.hpp"
 #include "stream_binding.hpp"
 
 #include "ringload/model_load.hpp"
@@ -21,10 +22,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <variant>
@@ -42,11 +39,7 @@ public:
         options.keep_tensors = false; // what is handed over is kept by its owner, not the load
         options.load.cancel = &cancel_;
         options.on_tensor = [this](std::size_t file, const StreamedTensor& tensor) {
-            {
-                std::lock_guard lock(mutex_);
-                queue_.push_back({file, StreamedItem{tensor}});
-            }
-            changed_.notify_all();
+            handed_.push({file, StreamedItem{tensor}});
         };
         thread_ = std::thread([this, model = std::move(model), options = std::move(options)] { run(model, options); });
     }
@@ -57,36 +50,7 @@ public:
     // (file, the tensor's index row as tensor_rows gives it, StreamedItem) for the next tensor
     // handed over, None once every file's were; raises the first failure.
     nb::object next() {
-        std::optional<Handed> handed;
-        std::optional<Error> failure;
-        for (;;) {
-            bool finished = false;
-            {
-                nb::gil_scoped_release released;
-                std::unique_lock lock(mutex_);
-                if (changed_.wait_for(lock, std::chrono::milliseconds(100),
-                                      [this] { return !queue_.empty() || finished_; })) {
-                    if (!queue_.empty()) {
-                        handed.emplace(std::move(queue_.front()));
-                        queue_.pop_front();
-                    } else {
-                        finished = true;
-                        if (!closing_) {
-                            failure = failure_;
-                        }
-                    }
-                }
-            }
-            if (handed || finished) {
-                break;
-            }
-            if (PyErr_CheckSignals() != 0) { // Ctrl-C while waiting
-                throw nb::python_error();
-            }
-        }
-        if (failure) {
-            throw EngineFailure(*failure);
-        }
+        std::optional<Handed> handed = handed_.next();
         if (!handed) {
             return nb::none();
         }
@@ -98,16 +62,12 @@ public:
     // Cancels the loads still running and waits for the thread (GIL released: it never takes it).
     void close() {
         nb::gil_scoped_release released;
-        {
-            std::lock_guard lock(mutex_);
-            closing_ = true;
-        }
+        handed_.closing();
         cancel_.cancel();
         if (thread_.joinable()) {
             thread_.join();
         }
-        std::lock_guard lock(mutex_);
-        queue_.clear(); // the owners of tensors not taken
+        handed_.clear();
     }
 
 private:
@@ -120,23 +80,11 @@ private:
     void run(const Model& model, const ModelLoadOptions& options) {
         Result<ModelLoaded> loaded =
             std::visit([&options](const auto& given) { return load_model(given, options); }, model);
-        {
-            std::lock_guard lock(mutex_);
-            if (!loaded) {
-                failure_ = loaded.error();
-            }
-            finished_ = true;
-        }
-        changed_.notify_all();
+        handed_.finish(loaded ? std::nullopt : std::optional<Error>(loaded.error()));
     }
 
     CancelToken cancel_;
-    std::mutex mutex_;
-    std::condition_variable changed_;
-    std::deque<Handed> queue_;     // guarded by mutex_
-    bool finished_ = false;        // guarded by mutex_
-    bool closing_ = false;         // guarded by mutex_
-    std::optional<Error> failure_; // guarded by mutex_
+    HandOverQueue<Handed> handed_;
     std::thread thread_;
 };
 

@@ -13,15 +13,13 @@
 #include "stream_binding.hpp"
 
 #include "dlpack.hpp"
+#include "hand_over_queue.hpp"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <thread>
 
 namespace ringload::python {
@@ -78,38 +76,8 @@ public:
     TensorStream& operator=(const TensorStream&) = delete;
 
     // (k, item) for the next tensor handed over, None once all were; raises the load's failure.
-    // The stream's lock is taken only with the GIL released (the load thread never takes it).
     nb::object next() {
-        std::optional<StreamedItem> item;
-        std::optional<Error> failure;
-        for (;;) {
-            bool finished = false;
-            {
-                nb::gil_scoped_release released;
-                std::unique_lock lock(mutex_);
-                if (changed_.wait_for(lock, std::chrono::milliseconds(100),
-                                      [this] { return !queue_.empty() || finished_; })) {
-                    if (!queue_.empty()) {
-                        item.emplace(std::move(queue_.front()));
-                        queue_.pop_front();
-                    } else {
-                        finished = true;
-                        if (!closing_) {
-                            failure = failure_;
-                        }
-                    }
-                }
-            }
-            if (item || finished) {
-                break;
-            }
-            if (PyErr_CheckSignals() != 0) { // Ctrl-C while waiting
-                throw nb::python_error();
-            }
-        }
-        if (failure) {
-            throw EngineFailure(*failure);
-        }
+        std::optional<StreamedItem> item = handed_.next();
         if (!item) {
             return nb::none();
         }
@@ -121,16 +89,12 @@ public:
     // Cancels a load still running and waits for its thread (GIL released: it never takes it).
     void close() {
         nb::gil_scoped_release released;
-        {
-            std::lock_guard lock(mutex_);
-            closing_ = true;
-        }
+        handed_.closing();
         cancel_.cancel();
         if (thread_.joinable()) {
             thread_.join();
         }
-        std::lock_guard lock(mutex_);
-        queue_.clear(); // the owners of tensors not taken
+        handed_.clear();
     }
 
     // After the end (next() returned None): the load's figures.
@@ -141,7 +105,7 @@ public:
 private:
     Figures finished_state() {
         nb::gil_scoped_release released;
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(figures_mutex_);
         return figures_;
     }
 
@@ -156,13 +120,7 @@ private:
             return static_cast<bool>(wanted_[static_cast<std::size_t>(&info - index.tensors.data())]);
         };
         options.cancel = &cancel_;
-        options.on_tensor = [this](const StreamedTensor& tensor) {
-            {
-                std::lock_guard lock(mutex_);
-                queue_.push_back({tensor});
-            }
-            changed_.notify_all();
-        };
+        options.on_tensor = [this](const StreamedTensor& tensor) { handed_.push({tensor}); };
         return options;
     }
 
@@ -173,16 +131,11 @@ private:
             std::lock_guard load_lock(lock_);
             model = source_->load(options);
         }
-        {
-            std::lock_guard lock(mutex_);
-            if (model) {
-                figures_ = {model->seconds, model->bytes_read, model->how};
-            } else {
-                failure_ = model.error();
-            }
-            finished_ = true;
+        if (model) {
+            std::lock_guard lock(figures_mutex_);
+            figures_ = {model->seconds, model->bytes_read, model->how};
         }
-        changed_.notify_all();
+        handed_.finish(model ? std::nullopt : std::optional<Error>(model.error()));
     }
 
     nb::object owner_; // the Python deserializer: `lock_` and the file live as long as it
@@ -193,13 +146,9 @@ private:
     std::vector<std::size_t> k_of_position_; // the model's position -> the caller's k
     CancelToken cancel_;
 
-    std::mutex mutex_;
-    std::condition_variable changed_;
-    std::deque<StreamedItem> queue_; // guarded by mutex_
-    bool finished_ = false;          // guarded by mutex_
-    bool closing_ = false;           // guarded by mutex_
-    std::optional<Error> failure_;   // guarded by mutex_
-    Figures figures_;                // guarded by mutex_
+    HandOverQueue<StreamedItem> handed_;
+    std::mutex figures_mutex_;
+    Figures figures_; // guarded by figures_mutex_
     std::thread thread_;
 };
 

@@ -1,0 +1,104 @@
+// bindings/python/src/hand_over_queue.hpp
+//
+// The hand-over between a load's threads and Python that TensorStream (one file,
+// stream_binding.cpp) and ModelStream (a model's files, model_stream_binding.cpp) share: the
+// load's threads push each tensor as it lands and finish() once with the load's failure, if
+// any; Python's next() takes them in the order they came, waiting with the GIL released and
+// answering Ctrl-C, and raises the failure at the end unless the stream is being closed (a
+// load cancelled by close() ends in a failure nobody asked to see).
+//
+//  load threads:  push(a) ........ push(b) ...... finish()
+//  Python:        next() -> a      next() -> b    next() -> nullopt
+#pragma once
+
+#include "binding.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+namespace ringload::python {
+
+template <class Item>
+class HandOverQueue {
+public:
+    // From the load's threads (never touching Python).
+    void push(Item item) {
+        {
+            std::lock_guard lock(mutex_);
+            queue_.push_back(std::move(item));
+        }
+        changed_.notify_all();
+    }
+
+    // The load is over; `failure` its error, if it failed.
+    void finish(std::optional<Error> failure) {
+        {
+            std::lock_guard lock(mutex_);
+            failure_ = std::move(failure);
+            finished_ = true;
+        }
+        changed_.notify_all();
+    }
+
+    // From Python (the GIL held): the next item, nullopt once the load finished and every item
+    // was taken; throws the load's failure (EngineFailure), or Python's error on Ctrl-C.
+    std::optional<Item> next() {
+        std::optional<Item> item;
+        std::optional<Error> failure;
+        for (;;) {
+            bool finished = false;
+            {
+                nb::gil_scoped_release released;
+                std::unique_lock lock(mutex_);
+                if (changed_.wait_for(lock, std::chrono::milliseconds(100),
+                                      [this] { return !queue_.empty() || finished_; })) {
+                    if (!queue_.empty()) {
+                        item.emplace(std::move(queue_.front()));
+                        queue_.pop_front();
+                    } else {
+                        finished = true;
+                        if (!closing_) {
+                            failure = failure_;
+                        }
+                    }
+                }
+            }
+            if (item || finished) {
+                break;
+            }
+            if (PyErr_CheckSignals() != 0) { // Ctrl-C while waiting
+                throw nb::python_error();
+            }
+        }
+        if (failure) {
+            throw EngineFailure(*failure);
+        }
+        return item;
+    }
+
+    // Before the load is cancelled: its failure is then not the caller's to see.
+    void closing() {
+        std::lock_guard lock(mutex_);
+        closing_ = true;
+    }
+
+    // After the load's threads are joined: drops the items not taken (the owners of their memory).
+    void clear() {
+        std::lock_guard lock(mutex_);
+        queue_.clear();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<Item> queue_;       // guarded by mutex_
+    bool finished_ = false;        // guarded by mutex_
+    bool closing_ = false;         // guarded by mutex_
+    std::optional<Error> failure_; // guarded by mutex_
+};
+
+} // namespace ringload::python

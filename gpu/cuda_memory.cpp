@@ -32,6 +32,21 @@ Result<std::shared_ptr<std::byte>> allocate_device_memory(int ordinal, std::size
     });
 }
 
+Result<std::uint64_t> device_free_bytes(int ordinal) {
+    DeviceGuard guard(ordinal);
+    cudaError_t status = guard.status();
+    if (status != cudaSuccess) {
+        return cuda_error("cuda:" + std::to_string(ordinal), "cudaSetDevice", status);
+    }
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    status = cudaMemGetInfo(&free_bytes, &total_bytes);
+    if (status != cudaSuccess) {
+        return cuda_error("cuda:" + std::to_string(ordinal), "cudaMemGetInfo", status);
+    }
+    return static_cast<std::uint64_t>(free_bytes);
+}
+
 Result<std::shared_ptr<void>> pin_host_memory(std::span<std::byte> memory) {
     // Portable: the ring serves loads to any device of the process.
     cudaError_t status = cudaHostRegister(memory.data(), memory.size(), cudaHostRegisterPortable);

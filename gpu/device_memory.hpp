@@ -13,12 +13,17 @@
 #include "ringload/error.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 
 namespace ringload::gpu {
 
 Result<std::shared_ptr<std::byte>> allocate_device_memory(int ordinal, std::size_t length_bytes);
+
+// The device's free memory now (cudaMemGetInfo): how many files a model's load may hold blocks
+// for at once (ringload/model_load.hpp files_read_at_once).
+Result<std::uint64_t> device_free_bytes(int ordinal);
 
 // Registers existing host memory (e.g. a BufferRing's, already registered with io_uring) so
 // that cudaMemcpyAsync from it is a true asynchronous DMA.

@@ -29,6 +29,10 @@ Result<std::shared_ptr<std::byte>> allocate_device_memory(int ordinal, std::size
     return built_without_cuda("cuda:" + std::to_string(ordinal));
 }
 
+Result<std::uint64_t> device_free_bytes(int ordinal) {
+    return built_without_cuda("cuda:" + std::to_string(ordinal));
+}
+
 Result<std::shared_ptr<void>> pin_host_memory(std::span<std::byte>) {
     return built_without_cuda("page-locking the ring");
 }

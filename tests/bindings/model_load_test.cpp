@@ -4,6 +4,8 @@
 // vLLM's order, shards by their index, what fails and how it is named; a folder of tensorizer
 // fixtures loaded side by side against each file's own Deserializer load.
 #include "ringload/model_load.hpp"
+#include "ringload/engine/worker_pool.hpp"
+#include "ringload/memory_room.hpp"
 
 #include "../support/test_support.hpp"
 
@@ -93,6 +95,44 @@ TEST(SlotsPerFile, FilesSideBySideShareOneRingsReadsInFlight) {
     EXPECT_EQ(slots_per_file(4, true), 32U); // slots held until hashed: each its own 32
 }
 
+TEST(FilesAtOnce, OnePerCoreTwoSignedFewerWhereHostOrDeviceMemoryIsShort) {
+    constexpr std::uint64_t gib = 1ULL << 30;
+    FilesAtOnceFacts facts;
+    facts.cores = 8;
+    EXPECT_EQ(files_at_once_for(facts), 8U);
+    facts.signed_model = true;
+    EXPECT_EQ(files_at_once_for(facts), 16U);
+    facts.signed_model = false;
+    facts.largest_file = 5 * gib; // 16 shards of 5 GB
+    facts.host_room = 100 * gib;
+    EXPECT_EQ(files_at_once_for(facts), 8U); // 10 fit: the cores decide
+    facts.host_room = 40 * gib;
+    EXPECT_EQ(files_at_once_for(facts), 4U);
+    // A GPU load holds each file's block on the device too: 30 GB free after the model was
+    // built leaves room for 3 blocks and 3 more still finishing.
+    facts.device_room = 30 * gib;
+    EXPECT_EQ(files_at_once_for(facts), 3U);
+    facts.device_room = 2 * gib; // less than one file: still one at a time, never none
+    EXPECT_EQ(files_at_once_for(facts), 1U);
+    facts.largest_file = 0; // sizes not known (URLs): the cores decide
+    EXPECT_EQ(files_at_once_for(facts), 8U);
+}
+
+TEST(FilesAtOnce, TheCallAsksThisProcessesFacts) {
+    TempDir dir;
+    const std::string file = (dir.path() / "a.tensors").string();
+    fs::copy_file(testing::tensorizer_dir() / "basic_v1.tensors", file);
+    FilesAtOnceFacts facts;
+    facts.cores = available_cores();
+    facts.largest_file = fs::file_size(file);
+    if (auto room = memory_room()) {
+        facts.host_room = room->bytes;
+    }
+    EXPECT_EQ(files_read_at_once({file}, false), files_at_once_for(facts));
+    // A device this build or machine cannot use gives no room to count: the load will say why.
+    EXPECT_EQ(files_read_at_once({file}, false, "cuda:7"), files_at_once_for(facts));
+}
+
 TEST(LoadModel, LoadsEachWeightFileAsItsOwnLoadWould) {
     TempDir dir;
     const std::vector<std::string> fixtures{"basic_v1.tensors", "large_mixed_v2.tensors", "module_v1.tensors"};
@@ -175,7 +215,7 @@ TEST(LoadModel, AStreamedModelHandsOverEveryTensorOfEveryFileOnce) {
     EXPECT_EQ(folder->files.size(), streamed->files.size()); // the folder's files are these
 }
 
-TEST(LoadModel, TheCallersCancelStopsEveryFileAndAListIsNotSigned) {
+TEST(LoadModel, TheCallersCancelStopsEveryFileAndASignedListNeedsItsBundle) {
     TempDir dir;
     std::vector<std::string> files;
     for (int k = 0; k < 4; ++k) {
@@ -207,11 +247,20 @@ TEST(LoadModel, TheCallersCancelStopsEveryFileAndAListIsNotSigned) {
         EXPECT_EQ(stopped->files.size(), files.size());
     }
 
+    // A signed list is the signed folder's files: its bundle is read before any file is.
     ModelLoadOptions signed_options;
     signed_options.signature = SignatureCheck{};
-    auto refused = load_model(files, signed_options);
-    ASSERT_FALSE(refused);
-    EXPECT_NE(refused.error().message().find("not by a list of files"), std::string::npos);
+    signed_options.signature->signature_file = (dir.path() / "model.sig").string();
+    signed_options.signature->public_key_file = (dir.path() / "pub.pem").string();
+    auto unsigned_folder = load_model(files, signed_options);
+    ASSERT_FALSE(unsigned_folder);
+    EXPECT_NE(unsigned_folder.error().message().find("model.sig"), std::string::npos)
+        << unsigned_folder.error().message();
+    auto remote = load_model(std::vector<std::string>{"s3://models/a.tensors"}, signed_options);
+    ASSERT_FALSE(remote);
+    EXPECT_NE(remote.error().message().find("s3://models/a.tensors: signatures are verified for local files"),
+              std::string::npos)
+        << remote.error().message();
     EXPECT_FALSE(load_model(std::vector<std::string>{}, ModelLoadOptions{}));
 }
 

@@ -607,6 +607,29 @@ def python_api(model, sigs, keys):
         check("ringload.stream_folder with a wrong key raises", False, "no error")
     except ringload.SignatureError as error:
         check("ringload.stream_folder with a wrong key raises SignatureError", "another key" in str(error), error)
+    # The same files given as a list (the server loaders' `uri`): their folder is the signed
+    # model, checked whole; a changed one is named; a config the load does not read is hashed too.
+    listed = list(ringload.stream_folder(files, **trust))
+    check("ringload.stream_folder of a signed model's files as a list verifies them",
+          sorted(name for name, _ in listed) == expected_names and
+          all(tensor.equal(alone[name]) for name, tensor in listed), len(listed))
+    loaded = ringload.load_folder(files[:1], **trust)  # (one shard: the other holds the same names)
+    check("ringload.load_folder of some of a signed model's files as a list, the rest hashed",
+          set(loaded) == set(ringload.load_file(files[0])), len(loaded))
+    for changed in (files[-1], os.path.join(model, "config.json")):
+        original = open(changed, "rb").read()
+        try:
+            with open(changed, "r+b") as file:
+                file.seek(len(original) // 2)
+                file.write(bytes([original[len(original) // 2] ^ 1]))
+            dict(ringload.stream_folder(files, **trust))
+            check(f"a signed list with {os.path.basename(changed)} changed raises", False, "no error")
+        except ringload.HashMismatchError as error:
+            check(f"a signed list with {os.path.basename(changed)} changed is named",
+                  os.path.basename(changed) in str(error), error)
+        finally:
+            with open(changed, "wb") as file:
+                file.write(original)
 
 
 def main():

@@ -478,8 +478,12 @@ def test_a_streamed_model_names_what_is_wrong(shards, tmp_path):
         dict(ringload.stream_folder([str(next(root.glob("*.safetensors"))), missing]))
     with pytest.raises(ValueError, match="option threads must be"):
         ringload.stream_folder(root, threads="many")
-    with pytest.raises(ValueError, match="not by a list of files"):
+    # A signed list's bundle is read before any file is (model_signing_test checks signed lists).
+    with pytest.raises(ringload.SourceNotFoundError, match="m.sig: cannot read the signature"):
         dict(ringload.stream_folder([missing], signature=str(tmp_path / "m.sig"), public_key=missing))
+    with pytest.raises(ValueError, match="https://example.invalid/a.safetensors: signatures are verified for local"):
+        dict(ringload.stream_folder(["https://example.invalid/a.safetensors"], signature=str(tmp_path / "m.sig"),
+                                    public_key=missing))
 
 
 def test_an_encrypted_model_streams_with_its_key(tmp_path):

@@ -17,9 +17,12 @@
 
 #include <stdexcept>
 #include <string>
+#include <variant>
+#include <vector>
 
 namespace ringload {
-struct LoadSettings; // ringload/options.hpp
+struct LoadSettings;     // ringload/options.hpp
+struct ModelLoadOptions; // ringload/model_load.hpp
 } // namespace ringload
 
 namespace ringload::python {
@@ -130,6 +133,15 @@ LoadSettings python_settings(const nb::kwargs& given);
 // A tensor's index row as tensor_rows() gives it (deserializer_binding.cpp): (index, name,
 // path, dtype, shape, byte_length, data_length, is_meta, module_index, tensor_type, data_offset).
 nb::tuple tensor_tuple(const TensorInfo& info, std::size_t index);
+
+// A model-level load's options (ringload/model_load.hpp) from the option table's Python rows
+// (python_settings), a tensorizer key or passphrase as the package's DecryptionParams gives
+// them: what _ringload.load_model and _ringload.stream_model both take (model_load_binding.cpp).
+ModelLoadOptions model_load_options(const nb::kwargs& given, const std::optional<nb::bytes>& key = std::nullopt,
+                                    const std::optional<std::string>& passphrase = std::nullopt);
+// A model as Python gives it: a folder or one file (str), or a list of files or URIs.
+using ModelGiven = std::variant<std::string, std::vector<std::string>>;
+ModelGiven model_given(nb::handle model);
 
 void bind_model_load(nb::module_& m);   // model_load_binding.cpp
 void bind_model_stream(nb::module_& m); // model_stream_binding.cpp

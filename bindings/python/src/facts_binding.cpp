@@ -494,9 +494,14 @@ void bind_facts(nb::module_& m) {
           "A model folder's weight files, by the rule `ringload load DIR` uses (ringload/model_load.hpp): the first "
           "layout present (safetensors, tensorizer, .bin, .pt), the shards its index json names; ValueError naming "
           "what is wrong");
-    m.def("files_read_at_once", &files_read_at_once, nb::arg("files"), nb::arg("signed_model"),
-          "How many of `files` a model's load reads at once (ringload/model_load.hpp): one per core, two for a "
-          "signed model, fewer where memory is short");
+    m.def(
+        "files_read_at_once",
+        [](const std::vector<std::string>& files, bool signed_model, const std::string& device) {
+            return files_read_at_once(files, signed_model, device);
+        },
+        nb::arg("files"), nb::arg("signed_model"), nb::arg("device") = "cpu",
+        "How many of `files` a model's load reads at once onto `device` (ringload/model_load.hpp): one per core, "
+        "two for a signed model, fewer where host memory, or on a GPU its free memory, is short");
     m.def("slots_for_ring", &slots_for_ring, nb::arg("ring_bytes"), nb::arg("slot_size"),
           "The ring's slot count for ring_bytes of slots of slot_size bytes (0: 4 MiB), at least one "
           "(ringload/options.hpp, as the CLI's --ring-bytes)");

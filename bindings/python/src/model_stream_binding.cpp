@@ -33,9 +33,7 @@ class ModelStream {
 public:
     // `model`: a folder or one file (load_model(model): a signature checks in the same read),
     // or a model's files one by one.
-    using Model = std::variant<std::string, std::vector<std::string>>;
-
-    ModelStream(Model model, ModelLoadOptions options) {
+    ModelStream(ModelGiven model, ModelLoadOptions options) {
         options.keep_tensors = false; // what is handed over is kept by its owner, not the load
         options.load.cancel = &cancel_;
         options.on_tensor = [this](std::size_t file, const StreamedTensor& tensor) {
@@ -77,7 +75,7 @@ private:
     };
 
     // The load thread: never touches Python.
-    void run(const Model& model, const ModelLoadOptions& options) {
+    void run(const ModelGiven& model, const ModelLoadOptions& options) {
         Result<ModelLoaded> loaded =
             std::visit([&options](const auto& given) { return load_model(given, options); }, model);
         handed_.finish(loaded ? std::nullopt : std::optional<Error>(loaded.error()));
@@ -88,31 +86,10 @@ private:
     std::thread thread_;
 };
 
-// The model and options of a stream: the option table's Python rows as keywords (checked with
-// its words), a tensorizer key or passphrase as the package's DecryptionParams gives them.
 std::shared_ptr<ModelStream> start(nb::handle model, const std::optional<nb::bytes>& key,
                                    const std::optional<std::string>& passphrase, const nb::kwargs& given) {
-    ModelStream::Model what;
-    if (nb::isinstance<nb::str>(model)) {
-        what = nb::cast<std::string>(model);
-    } else {
-        what = nb::cast<std::vector<std::string>>(model);
-    }
-    const LoadSettings settings = python_settings(given);
-    ModelLoadOptions options;
-    options.load = settings.load;
-    if (!settings.signature.signature_file.empty()) {
-        options.signature = settings.signature;
-    }
-    OpenOptions open = settings.open;
-    if (key) {
-        open.decryption =
-            value_or_throw(DecryptionParams::from_key({reinterpret_cast<const std::byte*>(key->c_str()), key->size()}));
-    } else if (passphrase) {
-        open.decryption = value_or_throw(DecryptionParams::from_passphrase(*passphrase));
-    }
-    options.open = [open](const std::string& path) { return Deserializer::open(path, open); };
-    return std::make_shared<ModelStream>(std::move(what), std::move(options));
+    ModelGiven what = model_given(model);
+    return std::make_shared<ModelStream>(std::move(what), model_load_options(given, key, passphrase));
 }
 
 } // namespace

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ringload {
@@ -35,6 +36,9 @@ Result<std::vector<std::string>> find_weight_files(const std::string& folder);
 struct ModelLoadOptions {
     LoadOptions load; // each file's load (its ring's slot_count: 0 shares 32 reads between the files)
     std::optional<SignatureCheck> signature; // a signed model: each file verified in its read
+    // The signed model's folder for one file or a list of files (empty: the file's own folder,
+    // a list's first file's); a folder given whole is its own.
+    std::string model_folder;
     // How a file is opened (keys, network options); empty: Deserializer::open(path).
     std::function<Result<Deserializer>(const std::string& path)> open;
     bool keep_tensors = true; // false: each file's tensors are freed once counted (a load to measure)
@@ -61,12 +65,27 @@ struct ModelLoaded {
     double seconds = 0;
 };
 
-// How many of `files` load_model reads at once: one per core (the workers' cores: taskset and
-// cpusets count), two per core for a signed model (the hashing threads run two files' SHA-256
-// rounds together on a core), fewer where memory is short (each of them, and each load still
-// finishing, holds its file's tensors: at most the process's room over twice the largest file).
+// What the number of files read at once is decided from (files_at_once_for).
+struct FilesAtOnceFacts {
+    std::size_t cores = 1;                    // the workers' cores (taskset and cpusets count)
+    bool signed_model = false;                // a signed model's files: two per core
+    std::uint64_t largest_file = 0;           // the largest file's size; 0: not known (URLs)
+    std::optional<std::uint64_t> host_room;   // the process's room in host memory (memory_room)
+    std::optional<std::uint64_t> device_room; // a load to a GPU: the device's free memory
+};
+
+// The rule alone: one file per core, two per core for a signed model (the hashing threads run
+// two files' SHA-256 rounds together on a core), fewer where memory is short. Each file read
+// and each load still finishing holds its tensors: in host memory, and on a load to a GPU in
+// one device block of the file's size too (a streamed tensor keeps its block until the caller
+// drops it), so at most each room over twice the largest file, at least one.
+std::size_t files_at_once_for(const FilesAtOnceFacts& facts);
+
+// How many of `files` load_model reads at once onto `device` ("cpu", "cuda", "cuda:N"): the
+// rule above with this process's facts (the device's free memory asked of CUDA at the call).
 // Python's signed loads into parameters ask the same (_ringload.files_read_at_once).
-std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model);
+std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model,
+                               std::string_view device = "cpu");
 
 // Reads in flight for each of `files_at_once` files read side by side (a model's load, a
 // signature's hashing): they share one ring's worth (32, as many as fio needs to keep this
@@ -77,16 +96,16 @@ std::size_t files_read_at_once(const std::vector<std::string>& files, bool signe
 // 1.75 s with 8 each). Python's loads into parameters ask the same (_ringload.slots_per_file).
 std::uint32_t slots_per_file(std::size_t files_at_once, bool slots_held_until_hashed = false);
 
-// Loads `model`, a folder (its find_weight_files) or one file. Files are read side by side:
-// as many at once as there are cores, twice that for a signed model (the hashing threads run
-// two files' SHA-256 rounds together per core), fewer where memory is short. The first
+// Loads `model`, a folder (its find_weight_files) or one file. Files are read side by side,
+// files_read_at_once of them (onto the load's device). The first
 // failure cancels the others and is the one reported; a file that fails its parse is hashed
 // first, so that a changed signed file is reported as changed.
 Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options);
 
 // The same for a model's files given one by one (paths or URIs: the server loaders' `uri`),
-// in this order. A signature is checked against the folder of a model given whole; here it
-// is refused (the Python package's signed loads open the signed model themselves).
+// in this order. With a signature the files must be local: their folder (model_folder, else
+// the first file's) is checked whole against the statement before any byte is read, each
+// file verified in its read and the folder's other files hashed after, as for a folder.
 Result<ModelLoaded> load_model(const std::vector<std::string>& files, const ModelLoadOptions& options);
 
 } // namespace ringload

@@ -7,9 +7,11 @@
 // the load before anything is reported as loaded.
 #include "ringload/model_load.hpp"
 
+#include "gpu/device_memory.hpp"
+#include "gpu/device_name.hpp"
 #include "ringload/engine/buffer_ring.hpp"
-
 #include "ringload/engine/worker_pool.hpp"
+#include "ringload/io/source_registry.hpp"
 #include "ringload/memory_room.hpp"
 
 #include <algorithm>
@@ -102,7 +104,7 @@ Result<std::vector<FileLoaded>> gathered(std::vector<std::optional<Result<FileLo
 // many loads at once, half of them finishing). The first failure cancels the others.
 Result<std::vector<FileLoaded>> load_files(const ModelLoadOptions& load, const std::vector<std::string>& files,
                                            const SignedModel* signed_model) {
-    const std::size_t lanes = files_read_at_once(files, signed_model != nullptr);
+    const std::size_t lanes = files_read_at_once(files, signed_model != nullptr, load.load.device);
     std::counting_semaphore<> reading(static_cast<std::ptrdiff_t>(lanes));
     std::vector<std::optional<Result<FileLoaded>>> results(files.size());
     std::atomic<std::size_t> next{0};
@@ -155,6 +157,52 @@ Result<std::vector<std::string>> files_of(const std::string& model, bool folder)
     return find_weight_files(model);
 }
 
+// The signature's check, its hashing threads the load's where it names none.
+SignatureCheck signature_of(const ModelLoadOptions& options) {
+    SignatureCheck check = *options.signature;
+    check.threads = check.threads != 0 ? check.threads : options.load.worker_threads;
+    return check;
+}
+
+// The signed model a list of files belongs to: their folder (ModelLoadOptions::model_folder,
+// else the first file's), opened whole, so that its file list is the statement's before any
+// byte is read, as for a folder given whole. `paths` become the files' local paths.
+Result<std::shared_ptr<const SignedModel>> signed_list(std::vector<std::string>& paths,
+                                                       const ModelLoadOptions& options) {
+    for (std::string& path : paths) {
+        if (source_for(path) != nullptr) {
+            return fail(errc::invalid_argument,
+                        path + ": signatures are verified for local files so far, not for a remote source");
+        }
+        RL_TRY(local, local_path_of(path));
+        path = std::move(local);
+    }
+    std::string folder = options.model_folder;
+    if (folder.empty()) {
+        folder = fs::path(paths.front()).parent_path().string();
+    }
+    return SignedModel::open(folder.empty() ? "." : folder, signature_of(options), true);
+}
+
+// The files loaded (each verified in its read where the model is signed), then, where
+// `others_too`, the signed folder's other files hashed.
+Result<ModelLoaded> load_signed_or_not(const std::vector<std::string>& files, const ModelLoadOptions& options,
+                                       const std::shared_ptr<const SignedModel>& signed_model, bool others_too,
+                                       std::chrono::steady_clock::time_point started) {
+    RL_TRY(each, load_files(options, files, signed_model.get()));
+    ModelLoaded loaded;
+    loaded.files = std::move(each);
+    if (signed_model && others_too) {
+        RL_TRY(others, signed_model->verify_files(files, options.load.worker_threads));
+        loaded.others = others;
+    }
+    if (signed_model) {
+        loaded.signer = signed_model->signer();
+    }
+    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return loaded;
+}
+
 } // namespace
 
 // A signed model's files two per core: a file's SHA-256 is one sequence of bytes, and the
@@ -168,36 +216,54 @@ std::uint32_t slots_per_file(std::size_t files_at_once, bool slots_held_until_ha
     return std::max<std::uint32_t>(4, slot_count_default / static_cast<std::uint32_t>(files_at_once));
 }
 
-std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model) {
-    const std::size_t cores = available_cores(); // the engine's workers' count: taskset and cpusets
-    const std::size_t wanted = signed_model ? 2 * cores : cores;
-    std::uint64_t largest = 0;
+std::size_t files_at_once_for(const FilesAtOnceFacts& facts) {
+    const std::size_t cores = std::max<std::size_t>(facts.cores, 1);
+    std::size_t at_once = facts.signed_model ? 2 * cores : cores;
+    if (facts.largest_file == 0) {
+        return at_once;
+    }
+    for (const std::optional<std::uint64_t>& room : {facts.host_room, facts.device_room}) {
+        if (room) {
+            at_once = std::clamp<std::uint64_t>(*room / (2 * facts.largest_file), 1, at_once);
+        }
+    }
+    return at_once;
+}
+
+std::size_t files_read_at_once(const std::vector<std::string>& files, bool signed_model, std::string_view device) {
+    FilesAtOnceFacts facts;
+    facts.cores = available_cores(); // the engine's workers' count: taskset and cpusets
+    facts.signed_model = signed_model;
     for (const std::string& path : files) {
         std::error_code error;
         const std::uintmax_t size = fs::file_size(path, error);
-        largest = std::max<std::uint64_t>(largest, error ? 0 : size);
+        facts.largest_file = std::max<std::uint64_t>(facts.largest_file, error ? 0 : size);
     }
-    const std::optional<MemoryRoom> room = memory_room();
-    if (!room || largest == 0) {
-        return wanted;
+    if (const std::optional<MemoryRoom> room = memory_room()) {
+        facts.host_room = room->bytes;
     }
-    return std::clamp<std::uint64_t>(room->bytes / (2 * largest), 1, wanted);
+    auto ordinal = gpu::parse_device(device);
+    if (ordinal && *ordinal != gpu::cpu_ordinal) {
+        // Not known (no driver, a device that is not there): the load itself will say why.
+        if (auto free_bytes = gpu::device_free_bytes(*ordinal)) {
+            facts.device_room = *free_bytes;
+        }
+    }
+    return files_at_once_for(facts);
 }
 
 Result<ModelLoaded> load_model(const std::vector<std::string>& files, const ModelLoadOptions& options) {
     const auto started = std::chrono::steady_clock::now();
-    if (options.signature) {
-        return fail(errc::invalid_argument,
-                    "a signed model is loaded by its folder or its one file, not by a list of files");
-    }
     if (files.empty()) {
         return fail(errc::invalid_argument, "no files to load");
     }
-    RL_TRY(each, load_files(options, files, nullptr));
-    ModelLoaded loaded;
-    loaded.files = std::move(each);
-    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    return loaded;
+    std::shared_ptr<const SignedModel> signed_model;
+    std::vector<std::string> paths = files;
+    if (options.signature) {
+        RL_TRY(opened, signed_list(paths, options));
+        signed_model = std::move(opened);
+    }
+    return load_signed_or_not(paths, options, signed_model, true, started);
 }
 
 Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options) {
@@ -206,24 +272,12 @@ Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions&
     const bool folder = fs::is_directory(model, error);
     std::shared_ptr<const SignedModel> signed_model;
     if (options.signature) {
-        SignatureCheck check = *options.signature;
-        check.threads = check.threads != 0 ? check.threads : options.load.worker_threads;
-        RL_TRY(opened, folder ? SignedModel::open(model, check, true) : SignedModel::open_for_file(model, "", check));
+        RL_TRY(opened, folder ? SignedModel::open(model, signature_of(options), true)
+                              : SignedModel::open_for_file(model, options.model_folder, signature_of(options)));
         signed_model = std::move(opened);
     }
     RL_TRY(files, files_of(model, folder));
-    RL_TRY(each, load_files(options, files, signed_model.get()));
-    ModelLoaded loaded;
-    loaded.files = std::move(each);
-    if (signed_model && folder) {
-        RL_TRY(others, signed_model->verify_files(files, options.load.worker_threads));
-        loaded.others = others;
-    }
-    if (signed_model) {
-        loaded.signer = signed_model->signer();
-    }
-    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    return loaded;
+    return load_signed_or_not(files, options, signed_model, folder, started);
 }
 
 } // namespace ringload

@@ -27,15 +27,16 @@ from ..ground.file_reads import Entry
 from ..ground.tensors import dtype_name, to_torch
 
 
-def load_folder(model, **options) -> Dict[str, object]:
-    """Every tensor of `model` (a folder, or one file) by name, over all its weight files; a
-    name in two files raises ValueError naming both."""
+def load_folder(model, *, encryption=None, **options) -> Dict[str, object]:
+    """Every tensor of `model` (a folder, or one file, or a list of files or URLs) by name, over
+    all its weight files; a name in two files raises ValueError naming both. encryption: the
+    DecryptionParams of encrypted tensorizer files."""
     if options.get("device") is not None:
         options["device"] = _ringload.device_text(options["device"])
     if options.get("dtype") is not None:
         options["dtype"] = dtype_name(options["dtype"])
     tensors, found_in = {}, {}
-    for path, loaded in _ringload.load_model(os.fspath(model), **options):
+    for path, loaded in _ringload.load_model(_model_given(model), **secret_kwargs(encryption), **options):
         for k in range(len(loaded)):
             entry = Entry.from_tuple(loaded.row(k))  # as loaded: torch takes its dtype through to_torch
             if entry.name in tensors:
@@ -51,7 +52,8 @@ def stream_folder(model, device="cpu", dtype=None, *, encryption=None, **options
     Args:
         model: a folder (its weight files, as load_folder finds them; with signature= each file
             is verified in its own read before any of its tensors is handed over), one file,
-            or a list of files or URLs, in order (a signature is refused for a list).
+            or a list of files or URLs, in order (with signature=: local files, their folder
+            (model_folder=, else the first file's) checked whole, as a folder is).
         device, dtype: where the tensors go and what floating tensors become on the way.
         encryption: the DecryptionParams of encrypted tensorizer files.
         options: the option table's Python rows (verify_hash, threads, ring_bytes, placement,
@@ -60,13 +62,16 @@ def stream_folder(model, device="cpu", dtype=None, *, encryption=None, **options
     Tensors come in the order they complete across the files; each keeps its file's memory
     alive. Leaving the loop early (break, an exception, close()) cancels every file's load.
     """
-    if isinstance(model, (list, tuple)):
-        model = [os.fspath(each) for each in model]
-    else:
-        model = os.fspath(model)
-    stream = _ringload.stream_model(model, **secret_kwargs(encryption), device=_ringload.device_text(device),
+    stream = _ringload.stream_model(_model_given(model), **secret_kwargs(encryption), device=_ringload.device_text(device),
                                     dtype=dtype_name(dtype), **options)
     return _handed_over(stream)
+
+
+def _model_given(model):
+    """A folder or a file as a path, a list of files or URLs as a list of them."""
+    if isinstance(model, (list, tuple)):
+        return [os.fspath(each) for each in model]
+    return os.fspath(model)
 
 
 def _handed_over(stream) -> Iterator[Tuple[str, object]]:

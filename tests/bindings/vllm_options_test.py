@@ -224,6 +224,44 @@ def test_the_command_and_python_load_the_same_model_with_one_call(tmp_path):
         ringload.load_folder(tmp_path, threads="many")
 
 
+def test_the_servers_stream_is_the_model_level_call(tmp_path, monkeypatch):
+    """vLLM's and SGLang's streamed path (stream_weights, no read-once group) is the engine's
+    model-level call streamed: the same tensors as load_folder of the same files, an encrypted
+    model with the extra config's key file, and a signature's words go to the engine, which
+    reads the signature before any weight (a missing one is named as `ringload load` names it)."""
+    tensors = {f"t{k}": torch.full((k + 1, 3), float(k)) for k in range(6)}
+    params = ringload.EncryptionParams.random()
+    files = []
+    for k in range(3):
+        files.append(str(tmp_path / f"part-{k}.tensors"))
+        with ringload.TensorSerializer(files[-1], encryption=params) as writer:
+            writer.write_state_dict({name: tensors[name] for name in list(tensors)[2 * k:2 * k + 2]})
+    key_file = tmp_path / "key"
+    key_file.write_bytes(params.key)
+    options = weights.parse_options({"uri": files, "key_file": str(key_file), "threads": 2})
+    called = []
+    real = _ringload_stream_model()
+    monkeypatch.setattr("ringload._ringload.stream_model", lambda *a, **k: called.append(a[0]) or real(*a, **k))
+    streamed = dict(weights.stream_weights(options.uris, "cpu", options.stream_kwargs))
+    assert called == [files], "the servers' stream did not go through the model-level call"
+    assert sorted(streamed) == sorted(tensors)
+    assert all(torch.equal(streamed[name], tensor) for name, tensor in tensors.items())
+    listed = ringload.load_folder(files, encryption=options.stream_kwargs["encryption"])
+    assert all(torch.equal(listed[name], tensor) for name, tensor in tensors.items())
+    signed = weights.parse_options({"uri": files, "key_file": str(key_file), "signature": str(tmp_path / "m.sig"),
+                                    "public_key": str(tmp_path / "pub.pem")})
+    with pytest.raises(ringload.SourceNotFoundError, match="m.sig: cannot read the signature"):
+        dict(weights.stream_weights(signed.uris, "cpu", signed.stream_kwargs))
+    out = subprocess.run([os.environ["RINGLOAD_CLI"], "load", str(tmp_path), "--signature", str(tmp_path / "m.sig"),
+                          "--public-key", str(tmp_path / "pub.pem")], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "m.sig: cannot read the signature" in out.stderr, out.stderr
+
+
+def _ringload_stream_model():
+    from ringload import _ringload
+    return _ringload.stream_model
+
+
 def test_a_missing_source_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "gone.safetensors")):
         weights.check_sources([str(tmp_path / "gone.safetensors"), "http://127.0.0.1:1/x"])

@@ -104,26 +104,27 @@ class _LoaderMethods:
         check_sources(sources)
         device = _device_of(model)
         started = time.perf_counter()
-        signed = open_model(sources, self.options.stream_kwargs)  # None without a signature
-        own = _own_sharded(sources)
+        own = _own_sharded(sources)  # each rank its own files: nothing to share
         into = self.options.reads_into_parameters(device)
-        if own and into:
-            sources = own
-            loaded = self._into_parameters(model, sources, _state_of(model))  # each rank its own files
-        elif into:
+        group = None
+        if not own and self.options.read_once:
             # What moves over the group is read on the host: gloo's CPU group, on a GPU too.
-            group = _tensor_parallel_group("cpu") if self.options.read_once else None
-            loaded = self._into_parameters(model, sources, group=group)
-        elif own:  # each rank its own files: nothing to share
-            sources = own
-            loaded = self._streamed(model, sources, device, None, _state_of(model))
+            group = _tensor_parallel_group("cpu" if into else device)
+        # A stream with no group is the engine's model-level call, which checks a signature
+        # itself (the folder whole before any read, each file in its read, the others after).
+        signed = open_model(sources, self.options.stream_kwargs) if into or group is not None else None
+        sharded_state = _state_of(model) if own else None
+        sources = own or sources
+        if into:
+            loaded = self._into_parameters(model, sources, sharded_state, group=group)
         else:
-            group = _tensor_parallel_group(device) if self.options.read_once else None
-            loaded = self._streamed(model, sources, device, group)
+            loaded = self._streamed(model, sources, device, group, sharded_state)
         if signed is not None:  # the weights were verified as they loaded; the configs now
             checked = signed.verify_files([_ringload_local_path(source) for source in sources])
             _vllm_logger.info("ringload: signature verified (%s); %d other files hashed", signed.signer,
                               checked["files"])
+        elif self.options.stream_kwargs.get("signature") is not None:
+            _vllm_logger.info("ringload: signature verified as the files loaded; the folder's other files hashed")
         if self.options.save_sharded_state is not None:
             # The state after the load: mapped parameters have new storage.
             path = write_rank(_state_of(model), self.options.save_sharded_state, _tensor_parallel_rank()[0])

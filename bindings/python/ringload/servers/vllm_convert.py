@@ -89,16 +89,11 @@ def _sources(model: str) -> List[str]:
 
 
 def _gather(sources: List[str]) -> dict:
-    """Every shard's tensors in one flat dict (host memory); a name in two shards is refused,
-    since the file could keep only one of them."""
-    from ..dropin.files import load_file
-    tensors: dict = {}
-    for source in sources:
-        for name, tensor in load_file(source).items():
-            if name in tensors:
-                raise ValueError(f"the tensor {name} is in two shards (the second is {source})")
-            tensors[name] = tensor
-    return tensors
+    """Every shard's tensors in one flat dict (host memory), read side by side by the engine's
+    model-level call (ringload.load_folder); a name in two shards is refused, since the file
+    could keep only one of them."""
+    from ..dropin.model_load import load_folder
+    return load_folder(list(sources))
 
 
 def convert_model(model: str, out: str, to: "str | None" = None, encryption=None,

@@ -4,7 +4,7 @@ the (name, tensor) stream over several files.
 
     options = parse_options({"uri": "s3://models/llama.tensors", "verify_hash": True})
     sources = options.uris or find_weight_files("/models/llama")
-    for name, tensor in stream_weights(sources, "cpu", options.stream_kwargs):
+    for name, tensor in stream_weights(sources, "cpu", options.stream_kwargs):   # the model-level call
         ...
 
 Kept apart from vllm_loader.py and sglang_loader.py so that it can be tested, and used by
@@ -115,8 +115,17 @@ def check_sources(sources: List[str]) -> None:
 
 
 def stream_weights(sources: List[str], device: str, stream_kwargs: dict) -> Iterator[Tuple[str, object]]:
-    """(name, tensor) of every source in turn, each tensor as it lands; a source is opened
-    when the one before it is done, so only one load's memory is held at a time."""
+    """(name, tensor) of every source, each tensor as it lands: the engine's model-level call
+    streamed (ringload.stream_folder: the files read side by side, as many as host memory and,
+    on a GPU, the device's free memory hold; a signature checked for the sources' folder before
+    any read, each file verified in its read, the folder's other files hashed after). With a
+    process_group (read once over tensor parallelism) each source is streamed in turn, its
+    share read by this rank and the rest moved over the group."""
+    if stream_kwargs.get("process_group") is None:
+        from ..dropin.model_load import stream_folder
+        kwargs = {name: value for name, value in stream_kwargs.items() if name != "process_group"}
+        yield from stream_folder(list(sources), device=device, **kwargs)
+        return
     from ..dropin.stream import stream_tensors
     for source in sources:
         yield from stream_tensors(source, device=device, **stream_kwargs)

@@ -19,7 +19,8 @@ every file handed over as it lands, the files read side by side.
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterator, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Tuple
 
 from .. import _ringload
 from ..ground.crypto import secret_kwargs
@@ -27,21 +28,44 @@ from ..ground.file_reads import Entry
 from ..ground.tensors import dtype_name, to_torch
 
 
-def load_folder(model, *, encryption=None, **options) -> Dict[str, object]:
-    """Every tensor of `model` (a folder, or one file, or a list of files or URLs) by name, over
-    all its weight files; a name in two files raises ValueError naming both. encryption: the
-    DecryptionParams of encrypted tensorizer files."""
+@dataclass
+class FileLoad:
+    """One file of a model-level load: its tensors by name and what the engine read for them."""
+
+    path: str
+    tensors: Dict[str, object]
+    bytes_read: int
+    how: str  # the engine's placement and read path, as LoadedModel::how says it
+
+
+def load_files(model, *, encryption=None, **options) -> List[FileLoad]:
+    """The engine's model-level call (ringload/model_load.hpp's load_model) file by file: `model`
+    a folder (its weight files), one file, or a list of files or URLs; each file's tensors as
+    load_file names them. Keyword arguments as load_folder's."""
     if options.get("device") is not None:
         options["device"] = _ringload.device_text(options["device"])
     if options.get("dtype") is not None:
         options["dtype"] = dtype_name(options["dtype"])
-    tensors, found_in = {}, {}
+    files = []
     for path, loaded in _ringload.load_model(_model_given(model), **secret_kwargs(encryption), **options):
+        tensors = {}
         for k in range(len(loaded)):
             entry = Entry.from_tuple(loaded.row(k))  # as loaded: torch takes its dtype through to_torch
-            if entry.name in tensors:
-                raise ValueError(f"ringload: tensor {entry.name!r} is in {found_in[entry.name]} and in {path}")
-            tensors[entry.name], found_in[entry.name] = to_torch(loaded, k, entry.dtype, entry.shape), path
+            tensors[entry.name] = to_torch(loaded, k, entry.dtype, entry.shape)
+        files.append(FileLoad(path, tensors, loaded.bytes_read, loaded.how))
+    return files
+
+
+def load_folder(model, *, encryption=None, **options) -> Dict[str, object]:
+    """Every tensor of `model` (a folder, or one file, or a list of files or URLs) by name, over
+    all its weight files; a name in two files raises ValueError naming both. encryption: the
+    DecryptionParams of encrypted tensorizer files."""
+    tensors, found_in = {}, {}
+    for file in load_files(model, encryption=encryption, **options):
+        for name, tensor in file.tensors.items():
+            if name in tensors:
+                raise ValueError(f"ringload: tensor {name!r} is in {found_in[name]} and in {file.path}")
+            tensors[name], found_in[name] = tensor, file.path
     return tensors
 
 

@@ -15,9 +15,11 @@ for the time of the `with` (and the original back after, also when loading fails
 onto `map_location`: placement "auto" (default) leaves a local file that is in the page cache
 in its pages, mapped copy-on-write as safetensors' own load leaves it, and reads anything else
 into memory of the load's own (O_DIRECT from a cold disk); "mapped" or "arena" ask for that
-engine placement. Other files, `disable_mmap=True`, and state dicts given as dicts go to
-diffusers' own function. Other keyword arguments go to ringload's TensorDeserializer
-(verify_hash, network options, ...). Not for concurrent from_pretrained calls in other threads:
+engine placement. Each file is one engine model-level load (ringload.dropin.model_load's
+load_files: ringload/model_load.hpp's load_model, as `ringload load` and load_folder). Other
+files, `disable_mmap=True`, and state dicts given as dicts go to diffusers' own function. Other
+keyword arguments are the option table's Python rows (verify_hash, network options, a signature's
+words, ...) and encryption=. Not for concurrent from_pretrained calls in other threads:
 it patches module attributes.
 """
 from __future__ import annotations
@@ -64,13 +66,12 @@ def _reader(original, reads: Reads, placement: str, options: dict):
     def load_state_dict(checkpoint_file, disable_mmap: bool = False, map_location="cpu"):
         if isinstance(checkpoint_file, dict) or disable_mmap or not str(checkpoint_file).endswith(".safetensors"):
             return original(checkpoint_file, disable_mmap=disable_mmap, map_location=map_location)
-        from ..dropin.deserializer import TensorDeserializer
+        from ..dropin.model_load import load_files
         path, device = str(checkpoint_file), str(map_location)
         chosen = _placement_for(path, device, placement, options)
-        with TensorDeserializer(path, device=device, placement=chosen, **options) as deserializer:
-            tensors = deserializer.flat_tensors()
-            reads.add(len(tensors), deserializer.total_bytes_read, chosen)
-        return tensors
+        (loaded,) = load_files(path, device=device, placement=chosen, **options)  # the model-level call
+        reads.add(len(loaded.tensors), loaded.bytes_read, chosen)
+        return loaded.tensors
 
     return load_state_dict
 

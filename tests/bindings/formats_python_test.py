@@ -10,6 +10,7 @@ RINGLOAD_TEST_DATA at tests/data.
 """
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -156,9 +157,20 @@ def test_save_file_refuses_what_a_format_cannot_hold(tmp_path):
     with pytest.raises(ValueError, match="only tensorizer"):
         ringload.TensorSerializer(str(tmp_path / "e.pt"), format="torch",
                                   encryption=ringload.EncryptionParams.random())
-    # The choices come from the format registry, with the same words as the C++ writer's.
-    with pytest.raises(ValueError, match="format must be tensorizer, safetensors or torch, not gguf"):
-        ringload.TensorSerializer(str(tmp_path / "m.gguf"), format="gguf")
+    # The choices are the write option table's format row: every Python writer and `ringload
+    # convert --to` refuse an unknown one with the same words.
+    sentence = "option format must be one of tensorizer, safetensors, torch, not 'gguf'"
+    for write in (lambda: ringload.TensorSerializer(str(tmp_path / "m.gguf"), format="gguf"),
+                  lambda: ringload.save_file({"a": torch.zeros(2)}, str(tmp_path / "m.gguf"), format="gguf"),
+                  lambda: ringload.convert(str(tmp_path / "none.safetensors"), str(tmp_path / "m.gguf"),
+                                           format="gguf")):
+        with pytest.raises(ValueError) as raised:
+            write()
+        assert sentence in str(raised.value)
+    assert not (tmp_path / "m.gguf").exists()
+    out = subprocess.run([os.environ["RINGLOAD_CLI"], "convert", str(tmp_path / "none.safetensors"),
+                          str(tmp_path / "m.gguf"), "--to", "gguf"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and sentence in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize("format", ["torch", "safetensors"])

@@ -163,11 +163,9 @@ def convert(source, target, *, format: Optional[str] = None, decryption=None, en
     Returns:
         What was done: format, tensors, bytes_read, peak_held_bytes, batches, file_bytes, seconds.
     """
-    # The write's rows of the option table, checked with the words of `ringload convert`'s flags.
-    for name, value in (("format", format), ("verify_hash", verify_hash), ("memory_budget", memory_budget),
-                        ("sign_key", sign_key), ("signature", signature)):
-        if value is not None:
-            _ringload.check_write_option(name, value, "python")
+    from .serializer import check_write_rows
+    check_write_rows(format=format, verify_hash=verify_hash, memory_budget=memory_budget, sign_key=sign_key,
+                     signature=signature)
     engine = open_engine(uri_of(source), **secret_kwargs(decryption), **network)
     try:
         return engine.convert_to(os.fspath(target), format or "", verify_hash, memory_budget=memory_budget,

@@ -43,7 +43,8 @@ class TensorSerializer:
                  format: str = "tensorizer", metadata: Optional[dict] = None, alignment: int = 8,
                  progress: Optional[Callable[[int, int, int, int], Any]] = None, progress_bar: Optional[bool] = None,
                  sign_key: Optional[str] = None, signature: Optional[str] = None, **unused):
-        _ringload.check_write_format(format, encryption is not None)  # the registry's formats, with its message
+        check_write_rows(format=format, sign_key=sign_key, signature=signature)
+        _ringload.check_write_format(format, encryption is not None)  # an encrypted format: the registry's rule
         # The option table's settings (gcs_credentials, s3_endpoint, ...) for a remote target;
         # the rest of `unused` is tensorizer's arguments that ringload has no use for.
         opening = {row["name"] for row in _ringload.option_table() if row["target"] == "open"}
@@ -182,6 +183,15 @@ def _copy_into(path: str, file_obj) -> None:
             file_obj.seek(position + size)
         else:
             shutil.copyfileobj(source, file_obj, 8 << 20)
+
+
+def check_write_rows(**given) -> None:
+    """The keywords of a write that are rows of the option table's write side (README's "Write
+    options", `ringload convert`'s flags: format, verify_hash, memory_budget, sign_key,
+    signature), checked with the words the CLI uses for them; None is "not given"."""
+    for name, value in given.items():
+        if value is not None:
+            _ringload.check_write_option(name, value, "python")
 
 
 def write_file(tensors: dict, filename, *, format: str, metadata: Optional[dict] = None, alignment: int = 8,

@@ -18,6 +18,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 
 namespace ringload::python {
@@ -80,14 +81,19 @@ public:
         return item;
     }
 
-    // Before the load is cancelled: its failure is then not the caller's to see.
-    void closing() {
-        std::lock_guard lock(mutex_);
-        closing_ = true;
-    }
-
-    // After the load's threads are joined: drops the items not taken (the owners of their memory).
-    void clear() {
+    // Stops the load: its failure is then not the caller's to see; `cancel` stops it, `thread`
+    // (the load's) is joined with the GIL released (it never takes it), and the items not
+    // taken are dropped (the owners of their memory).
+    void stop(CancelToken& cancel, std::thread& thread) {
+        nb::gil_scoped_release released;
+        {
+            std::lock_guard lock(mutex_);
+            closing_ = true;
+        }
+        cancel.cancel();
+        if (thread.joinable()) {
+            thread.join();
+        }
         std::lock_guard lock(mutex_);
         queue_.clear();
     }

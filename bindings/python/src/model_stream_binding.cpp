@@ -58,15 +58,7 @@ public:
     }
 
     // Cancels the loads still running and waits for the thread (GIL released: it never takes it).
-    void close() {
-        nb::gil_scoped_release released;
-        handed_.closing();
-        cancel_.cancel();
-        if (thread_.joinable()) {
-            thread_.join();
-        }
-        handed_.clear();
-    }
+    void close() { handed_.stop(cancel_, thread_); }
 
 private:
     struct Handed {

@@ -87,15 +87,7 @@ public:
     }
 
     // Cancels a load still running and waits for its thread (GIL released: it never takes it).
-    void close() {
-        nb::gil_scoped_release released;
-        handed_.closing();
-        cancel_.cancel();
-        if (thread_.joinable()) {
-            thread_.join();
-        }
-        handed_.clear();
-    }
+    void close() { handed_.stop(cancel_, thread_); }
 
     // After the end (next() returned None): the load's figures.
     double seconds() { return finished_state().seconds; }

@@ -123,9 +123,16 @@ class _Opened:
             return self._tensors
 
     def _load_all(self) -> dict:
-        before = self.file.total_bytes_read
-        try:
+        """The engine's model-level call on this one file (load_files: ringload/model_load.hpp's
+        load_model, as `ringload load` and diffusers' reads), torch tensors by name; the file's
+        safe_open keeps its header for keys, metadata and partial slices."""
+        if self._args[1] not in ("pt", "torch"):
+            before = self.file.total_bytes_read
             tensors = self.file.get_tensors()
+            self.reads._add(bytes=self.file.total_bytes_read - before, placements=self.placement)
+            return tensors
+        try:
+            loaded = self._load_file(self.placement)
         except RingloadError as error:
             # The engine refuses the mapped placement where it cannot apply (a tensor at an
             # offset that is not a multiple of its element size): read into memory instead.
@@ -133,11 +140,16 @@ class _Opened:
                 raise
             self.file.close()
             self.placement = "auto"
-            self.file = self._open("auto")
-            before = 0
-            tensors = self.file.get_tensors()
-        self.reads._add(bytes=self.file.total_bytes_read - before, placements=self.placement)
-        return tensors
+            self.file = self._open("auto")  # partial slices: through a file the engine can load
+            loaded = self._load_file("auto")
+        self.reads._add(bytes=loaded.bytes_read, placements=self.placement)
+        return loaded.tensors
+
+    def _load_file(self, placement: str):
+        from ..dropin.model_load import load_files
+        filename, _, device = self._args
+        (loaded,) = load_files(filename, device=str(device), placement=placement, **self._options)
+        return loaded
 
     def close(self) -> None:
         self.file.close()

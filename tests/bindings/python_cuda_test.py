@@ -11,7 +11,9 @@ On a machine with an NVIDIA GPU, a CUDA build of torch and ringload built with C
 - dtype="float16" on the GPU gives torch's own cast of the CPU load;
 - safetensors and torch zip files: load_file, stream_tensors and safe_open (get_tensor,
   get_slice) on cuda:0 give the CPU load's bytes (and upstream safetensors' own cuda load,
-  where it is installed), with dtype conversion on the device too.
+  where it is installed), with dtype conversion on the device too;
+- the model-level call onto cuda:0 (stream_folder, load_folder of four files read side by
+  side, as many as the device's free memory holds) gives every file's tensors.
 Elsewhere it prints why it cannot run and exits 77 (ctest: Skipped). Run by ctest (test
 `python_cuda`) and by scripts/gpu_check.sh, with PYTHONPATH at <build>/bindings/python.
 """
@@ -178,10 +180,35 @@ def check_formats(device):
                  device)
 
 
+def check_model_stream(device):
+    """The model-level call onto a GPU (vLLM's and SGLang's streamed path): a model's files read
+    side by side as many as the device's free memory holds (files_read_at_once with the device),
+    every tensor of every file handed over once on the device, equal to each file's CPU load."""
+    import tempfile
+    from ringload import _ringload
+    with tempfile.TemporaryDirectory(prefix="ringload-cuda-model-") as folder:
+        files, expected = [], {}
+        for k in range(4):
+            part = {f"shard{k}.t{j}": torch.randn(256, 1024 + 64 * j) for j in range(6)}
+            files.append(os.path.join(folder, f"part-{k}.safetensors"))
+            ringload.save_file(part, files[-1])
+            expected.update(part)
+        at_once = _ringload.files_read_at_once(files, False, device)
+        check(1 <= at_once <= max(1, len(os.sched_getaffinity(0))), f"files_read_at_once on {device}: {at_once}")
+        streamed = dict(ringload.stream_folder(files, device=device))
+        check(all(tensor.device == torch.device(device) for tensor in streamed.values()),
+              "stream_folder: every tensor on the device")
+        same_tensors({name: tensor.cpu() for name, tensor in streamed.items()}, expected,
+                     "stream_folder of 4 files onto the device")
+        same_tensors({name: tensor.cpu() for name, tensor in ringload.load_folder(files, device=device).items()},
+                     expected, "load_folder of 4 files onto the device")
+
+
 if __name__ == "__main__":
     for fixture_file, fixture_manifest in fixtures():
         check_fixture(fixture_file, fixture_manifest)
     check_module()
     check_formats("cuda:0")
+    check_model_stream("cuda:0")
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

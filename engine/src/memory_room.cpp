@@ -1,6 +1,8 @@
 // engine/src/memory_room.cpp
 #include "ringload/memory_room.hpp"
 
+#include "cgroup_files.hpp"
+
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -10,32 +12,9 @@
 namespace ringload {
 namespace {
 
-std::optional<std::string> read_text(const std::string& path) {
-    std::ifstream file(path);
-    if (!file) {
-        return std::nullopt;
-    }
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
-}
-
-std::optional<std::uint64_t> number_in(std::string_view text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
-        text.remove_suffix(1);
-    }
-    std::uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) {
-        return std::nullopt; // "max" (v2: no limit) too
-    }
-    return value;
-}
-
-std::optional<std::uint64_t> number_file(const std::string& path) {
-    const auto text = read_text(path);
-    return text ? number_in(*text) : std::nullopt;
-}
+using cgroup::number_file;
+using cgroup::number_in;
+using cgroup::read_text;
 
 // A "key value" line of /proc/meminfo (kB) or a cgroup's memory.stat (bytes).
 std::optional<std::uint64_t> keyed(const std::string& text, std::string_view key) {
@@ -59,17 +38,6 @@ void keep_least(std::optional<MemoryRoom>& room, std::uint64_t bytes, std::strin
     if (!room || bytes < room->bytes) {
         room = MemoryRoom{bytes, std::move(limited_by)};
     }
-}
-
-// The cgroup and its ancestors up to the mount's root: "/a/b" -> "/a/b", "/a", "".
-std::vector<std::string> with_ancestors(std::string path) {
-    std::vector<std::string> paths;
-    while (!path.empty() && path != "/") {
-        paths.push_back(path);
-        path = path.substr(0, path.rfind('/'));
-    }
-    paths.emplace_back("");
-    return paths;
 }
 
 // One cgroup: limit - usage + file cache, where it has a limit.
@@ -108,29 +76,20 @@ std::optional<MemoryRoom> memory_room(const MemoryFacts& facts) {
     if (!cgroups) {
         return room;
     }
-    std::istringstream lines(*cgroups);
-    std::string line;
-    while (std::getline(lines, line)) { // "4:memory:/a/b" (v1), "0::/a/b" (v2)
-        const auto first = line.find(':');
-        const auto second = line.find(':', first + 1);
-        if (first == std::string::npos || second == std::string::npos) {
-            continue;
-        }
-        const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
-        const std::string path = line.substr(second + 1);
+    cgroup::for_each_cgroup(*cgroups, [&](const std::string& controllers, const std::string& path) {
         if (controllers.find(",memory,") != std::string::npos) {
-            for (const auto& at : with_ancestors(path)) {
+            for (const auto& at : cgroup::with_ancestors(path)) {
                 cgroup_room(room, facts.cgroup_v1_memory_root + at, at, "memory.limit_in_bytes",
                             "memory.usage_in_bytes", {"total_inactive_file", "total_active_file"});
             }
         } else if (controllers == ",,") {
             for (const auto& root : facts.cgroup_v2_roots) {
-                for (const auto& at : with_ancestors(path)) {
+                for (const auto& at : cgroup::with_ancestors(path)) {
                     cgroup_room(room, root + at, at, "memory.max", "memory.current", {"file"});
                 }
             }
         }
-    }
+    });
     return room;
 }
 

@@ -1,11 +1,15 @@
 // engine/src/worker_pool.cpp
 #include "ringload/engine/worker_pool.hpp"
 
+#include "ringload/cpu_quota.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -19,16 +23,21 @@ public:
 };
 
 std::size_t available_cores() noexcept {
+    std::size_t cores = 0;
     // The affinity mask respects taskset and cgroup cpusets, unlike hardware_concurrency.
     cpu_set_t set;
-    if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int count = CPU_COUNT(&set);
-        if (count > 0) {
-            return static_cast<std::size_t>(count);
-        }
+    if (::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+        cores = static_cast<std::size_t>(CPU_COUNT(&set));
+    } else {
+        cores = std::max<std::size_t>(std::thread::hardware_concurrency(), 1);
     }
-    unsigned hardware = std::thread::hardware_concurrency();
-    return hardware == 0 ? 1 : hardware;
+    try {
+        if (const auto quota = cpu_quota()) {
+            cores = std::min(cores, std::max<std::size_t>(static_cast<std::size_t>(std::ceil(quota->cpus)), 1));
+        }
+    } catch (...) { // (a string that could not be allocated): the mask stands
+    }
+    return cores;
 }
 
 WorkerPool::WorkerPool(std::size_t thread_count) : thread_count_(thread_count == 0 ? available_cores() : thread_count) {

@@ -5,6 +5,7 @@
 #include "formats/registry.hpp"
 #include "gpu/device_name.hpp"
 
+#include "ringload/cpu_quota.hpp"
 #include "ringload/engine/worker_pool.hpp"
 #include "ringload/io/file_source.hpp"
 #include "ringload/io/source_registry.hpp"
@@ -14,32 +15,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 
 namespace ringload {
 namespace {
-
-// quota / period from a cgroup file pair, or nothing where there is no limit or no file.
-std::optional<double> quota_cpus(const char* v2_max) {
-    std::ifstream file(v2_max);
-    std::string quota;
-    double period = 0;
-    if (file >> quota >> period && quota != "max" && period > 0) {
-        return std::stod(quota) / period;
-    }
-    return std::nullopt;
-}
-
-std::optional<double> quota_cpus_v1() {
-    std::ifstream quota_file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
-    std::ifstream period_file("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
-    double quota = 0;
-    double period = 0;
-    if (quota_file >> quota && period_file >> period && quota > 0 && period > 0) {
-        return quota / period;
-    }
-    return std::nullopt;
-}
 
 bool file_cached(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -58,12 +36,10 @@ bool file_cached(const std::string& path) {
 double cpus_available() noexcept {
     double cpus = static_cast<double>(available_cores());
     try {
-        if (const auto quota = quota_cpus("/sys/fs/cgroup/cpu.max")) {
-            cpus = std::min(cpus, *quota);
-        } else if (const auto v1 = quota_cpus_v1()) {
-            cpus = std::min(cpus, *v1);
+        if (const auto quota = cpu_quota()) {
+            cpus = std::min(cpus, quota->cpus);
         }
-    } catch (...) { // a cgroup file that is not numbers: the affinity mask stands
+    } catch (...) { // (a string that could not be allocated): the affinity mask stands
     }
     return cpus;
 }

@@ -30,6 +30,9 @@ private:
     std::size_t thread_count_ = 0;
 };
 
+// The cores this process may keep busy: its affinity mask (taskset, cpusets), and no more than
+// its CPU quota rounded up (cpu_quota.hpp: a Kubernetes CPU limit), at least one. The engine's
+// workers, hashing threads, files read at once and placement "auto" are sized by it.
 std::size_t available_cores() noexcept;
 
 } // namespace ringload

@@ -97,7 +97,11 @@ Result<std::string> model_in(const LoadBenchArgs& args, const std::string& model
         return run.error();
     }
     if (run->exit_status != 0) {
-        return fail(errc::io_error, "ringload convert: " + run->err);
+        std::string said = run->err;
+        while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back())) != 0) {
+            said.pop_back(); // its last newline would be printed as \u{a}
+        }
+        return fail(errc::io_error, "ringload convert: " + said);
     }
     return copy;
 }
@@ -264,6 +268,13 @@ int run_load_bench(const LoadBenchArgs& args) {
     auto model_format = format_of(args.model);
     if (!model_format) {
         return report_error(model_format.error().message());
+    }
+    if (!args.work_dir.empty()) { // made here, once, rather than failing every converted row
+        std::error_code error;
+        std::filesystem::create_directories(args.work_dir, error);
+        if (error) {
+            return report_error("bench load: --work-dir " + args.work_dir + ": " + error.message());
+        }
     }
     nlohmann::json result;
     result["kind"] = "load";

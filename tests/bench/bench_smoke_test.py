@@ -66,7 +66,10 @@ try:
     check(os.path.getsize(os.path.join(work, "limits.png")) > 0, "limits: empty PNG")
 
     load_json = os.path.join(work, "load.json")
-    run("bench", "load", model, "--work-dir", work, "--json", load_json, "--png", os.path.join(work, "load.png"))
+    # A --work-dir not there yet is made (it once failed every converted row, each with the same words).
+    copies = os.path.join(work, "not-yet", "copies")
+    run("bench", "load", model, "--work-dir", copies, "--json", load_json, "--png", os.path.join(work, "load.png"))
+    check(os.path.isdir(copies), "load: --work-dir was not made")
     load = json.load(open(load_json))
     check(positive(load["limit"], "gb_per_s"), f"load: limit {load['limit']}")
     systems = {(row["system"], row["format"]): row for row in load["systems"]}

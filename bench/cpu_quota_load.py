@@ -5,9 +5,10 @@
 
 A safetensors file (--file, default the vLLM bench's 1.36 GB llama-1b model.safetensors, else
 one of --gb written here) is loaded in a fresh process per load, the page cache dropped before
-each (only this file's pages: the programs stay warm), timed from the call until every page of
+each (the whole page cache: evicting one file's pages now and then left one), timed from the call until every page of
 every tensor was read (a byte of each 4 KiB page summed: safetensors' load_file maps the file
-and reads nothing until touched). The loads alternate round by round:
+and reads nothing until touched), RAM warmed before each (build/release's ringload-warm-ram).
+The loads alternate round by round:
 
     ringload in quota     ringload.load_file inside a cpu cgroup limited to one CPU (every core visible)
     safetensors in quota  safetensors.torch.load_file there
@@ -26,7 +27,7 @@ import sys
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from page_cache import evict_files  # noqa: E402
+from page_cache import prepare_page_cache  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -63,11 +64,18 @@ def cpu_cgroup(quota_us: int, period_us: int = 100000) -> str:
     return folder
 
 
-def run(loader: str, path: str, cgroup=None, taskset=None) -> dict:
-    evict_files([path])
+WARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "release", "bench", "ringload-warm-ram")
+
+
+def run(loader: str, path: str, cgroup=None, taskset=None, package=None) -> dict:
+    prepare_page_cache(path, "cold")
+    # This VM hands freed memory back to its host: a load whose memory comes back from the host
+    # pays its faults (0.2 to 2 s at random). Every load finds RAM touched the same way first.
+    subprocess.run([WARM, str(os.path.getsize(path) + (1 << 30))], check=True, capture_output=True)
     command = ([*taskset] if taskset else []) + [sys.executable, "-c", CHILD, loader, path]
     procs = os.path.join(cgroup, "cgroup.procs") if cgroup else None
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+    env = dict(os.environ, PYTHONPATH=package) if package else None
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env,
                           preexec_fn=(lambda: open(procs, "w").write(str(os.getpid()))) if procs else None)
     if done.returncode != 0:
         raise SystemExit(f"cpu_quota_load: {loader} failed:\n{done.stderr[-3000:]}")
@@ -96,20 +104,24 @@ def main():
     parser.add_argument("--file", default="")
     parser.add_argument("--work", default="/var/tmp/ringload-cpu-quota-bench")
     parser.add_argument("--gb", type=float, default=1.3)
+    parser.add_argument("--compare", default="",
+                        help="another build's bindings/python: its ringload in the quota too (e.g. before a change)")
     args = parser.parse_args()
     path = make_file(args)
     cgroup = cpu_cgroup(100000)
-    configs = {"ringload in quota": ("ringload", cgroup, None),
-               "safetensors in quota": ("safetensors", cgroup, None),
-               "ringload taskset": ("ringload", None, ["taskset", "-c", "0"])}
+    configs = {"ringload in quota": ("ringload", cgroup, None, None),
+               "safetensors in quota": ("safetensors", cgroup, None, None),
+               "ringload taskset": ("ringload", None, ["taskset", "-c", "0"], None)}
+    if args.compare:
+        configs["compared build in quota"] = ("ringload", cgroup, None, args.compare)
     times = {name: [] for name in configs}
     touched = None
     try:
         for round_ in range(args.runs):
             order = list(configs) if round_ % 2 == 0 else list(configs)[::-1]
             for name in order:
-                loader, group, taskset = configs[name]
-                result = run(loader, path, group, taskset)
+                loader, group, taskset, package = configs[name]
+                result = run(loader, path, group, taskset, package)
                 if touched is not None and result["touched"] != touched:
                     raise SystemExit(f"cpu_quota_load: {name} read other bytes")
                 touched = result["touched"]

@@ -20,6 +20,7 @@ V2 = "/sys/fs/cgroup"
 
 CHILD = r"""
 import json, os, sys
+from ringload import _ringload
 path = sys.argv[1]
 print(json.dumps({"cpus_available": _ringload.cpus_available(),
                   "files_at_once": _ringload.files_read_at_once([path] * 8, False),

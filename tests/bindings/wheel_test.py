@@ -18,7 +18,6 @@
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -149,7 +148,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # strict_skips (tests/support, the only thing on PYTHONPATH): a skip other than a GPU's fails.
     support = os.path.join(REPO, "tests", "support")
     out = run(os.path.join(debian, "bin", "python"), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p",
-              "strict_skips", *tests, env={**environment, "RINGLOAD_TEST_DATA": DATA, "PYTHONPATH": support}, cwd=tmp)
+              "strict_skips", *tests, env={**environment, "RINGLOAD_TEST_DATA": DATA, "PYTHONPATH": support,
+                                           # the wheel's own command, which some tests hold Python's answers against
+                                           "RINGLOAD_CLI": os.path.join(debian, "bin", "ringload")}, cwd=tmp)
     check("the package's pytest files pass from the installed wheel", out.returncode == 0, out.stdout[-2000:])
     print(out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-300:])
     out = run(os.path.join(debian, "bin", "python"), "-c", "import ringload; print(ringload.__file__)",

@@ -73,10 +73,10 @@ def run(loader: str, path: str, cgroup=None, taskset=None, package=None) -> dict
     # pays its faults (0.2 to 2 s at random). Every load finds RAM touched the same way first.
     subprocess.run([WARM, str(os.path.getsize(path) + (1 << 30))], check=True, capture_output=True)
     command = ([*taskset] if taskset else []) + [sys.executable, "-c", CHILD, loader, path]
-    procs = os.path.join(cgroup, "cgroup.procs") if cgroup else None
+    if cgroup:  # a shell moves itself into the cgroup and execs the load: nothing runs between fork and exec
+        command = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', os.path.join(cgroup, "cgroup.procs"), *command]
     env = dict(os.environ, PYTHONPATH=package) if package else None
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env,
-                          preexec_fn=(lambda: open(procs, "w").write(str(os.getpid()))) if procs else None)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
         raise SystemExit(f"cpu_quota_load: {loader} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

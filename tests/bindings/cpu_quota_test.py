@@ -52,8 +52,9 @@ class CpuCgroup:
 
     def run(self, *argv) -> dict:
         procs = os.path.join(self.dir, "cgroup.procs")
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=120,
-                             preexec_fn=lambda: open(procs, "w").write(str(os.getpid())))
+        # (A shell moves itself in and execs the child: no Python runs between fork and exec.)
+        out = subprocess.run(["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv], capture_output=True,
+                             text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 

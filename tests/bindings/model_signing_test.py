@@ -415,6 +415,9 @@ def python_loads(tmp, model, sigs, keys):
     check("save_file(sign_key=): model_signing verifies it", out.returncode == 0, out.stderr[-2000:])
     check("load_file(signature=) of what save_file signed", same(ringload.load_file(saved, signature=saved + ".sig",
                                                                                      public_key=pub)))
+    # A one-file signature given with the file as a list (a server's `uri`): that file's load.
+    check("stream_folder([file], signature=) of what save_file signed",
+          same(dict(ringload.stream_folder([saved], signature=saved + ".sig", public_key=pub))))
     tensorizer_out = os.path.join(tmp, "serialized.tensors")
     with ringload.TensorSerializer(tensorizer_out, sign_key=os.path.join(keys, "p256.key"),
                                    signature=os.path.join(tmp, "serialized.sig")) as serializer:

@@ -471,6 +471,36 @@ def test_a_streamed_folder_left_half_way_cancels_every_file(shards):
     assert_same(dict(ringload.stream_folder(root)), expected)
 
 
+def test_a_streamed_model_waits_for_its_consumer(shards):
+    """The tensors handed over but not taken are bounded (held_bytes, 1 GiB by default): the
+    loads wait for a slow consumer rather than holding the whole model (files read side by side
+    each keep their memory, on a GPU their device block, until their tensors are dropped). With
+    a bound of one byte the tensors go one at a time: every one still comes, once; and a stream
+    closed while its loads wait for room ends them, leaving no thread."""
+    from ringload import _ringload
+    from ringload.ground.file_reads import Entry
+    from ringload.ground.tensors import to_torch
+    root, expected = shards
+    stream, got = _ringload.stream_model(str(root), held_bytes=1), {}
+    try:
+        while (item := stream.next()) is not None:
+            _, row, streamed = item
+            entry = Entry.from_tuple(row)
+            assert entry.name not in got, f"{entry.name} handed over twice"
+            got[entry.name] = to_torch(streamed, 0, entry.dtype, entry.shape)
+            time.sleep(0.002)  # a slow consumer
+    finally:
+        stream.close()
+    assert_same(got, expected)
+    before = thread_count()
+    for _ in range(3):
+        stream = _ringload.stream_model(str(root), held_bytes=1)
+        assert stream.next() is not None
+        time.sleep(0.05)  # the loads now wait for room
+        stream.close()
+    assert thread_count() <= before, "a load thread outlived its stream"
+
+
 def test_a_streamed_model_names_what_is_wrong(shards, tmp_path):
     root, _ = shards
     missing = str(tmp_path / "nothing.safetensors")

@@ -33,11 +33,14 @@ class ModelStream {
 public:
     // `model`: a folder or one file (load_model(model): a signature checks in the same read),
     // or a model's files one by one.
-    ModelStream(ModelGiven model, ModelLoadOptions options) {
+    // held_limit_bytes: the most bytes of tensors handed over but not yet taken before the
+    // loads wait (HandOverQueue's bound).
+    ModelStream(ModelGiven model, ModelLoadOptions options, std::uint64_t held_limit_bytes)
+        : handed_(held_limit_bytes) {
         options.keep_tensors = false; // what is handed over is kept by its owner, not the load
         options.load.cancel = &cancel_;
         options.on_tensor = [this](std::size_t file, const StreamedTensor& tensor) {
-            handed_.push({file, StreamedItem{tensor}});
+            handed_.push({file, StreamedItem{tensor}}, tensor.tensor.bytes.size());
         };
         thread_ = std::thread([this, model = std::move(model), options = std::move(options)] { run(model, options); });
     }
@@ -78,10 +81,16 @@ private:
     std::thread thread_;
 };
 
+// Tensors handed over but not taken yet that a stream holds before its loads wait: enough to
+// keep the reads going while the consumer works, not the whole model (files read side by side
+// each hold their memory, on a GPU their device block, until their tensors are dropped).
+constexpr std::uint64_t held_limit_default = std::uint64_t{1} << 30;
+
 std::shared_ptr<ModelStream> start(nb::handle model, const std::optional<nb::bytes>& key,
-                                   const std::optional<std::string>& passphrase, const nb::kwargs& given) {
+                                   const std::optional<std::string>& passphrase, std::uint64_t held_bytes,
+                                   const nb::kwargs& given) {
     ModelGiven what = model_given(model);
-    return std::make_shared<ModelStream>(std::move(what), model_load_options(given, key, passphrase));
+    return std::make_shared<ModelStream>(std::move(what), model_load_options(given, key, passphrase), held_bytes);
 }
 
 } // namespace
@@ -94,9 +103,10 @@ void bind_model_stream(nb::module_& m) {
              "the end; waits with the GIL released; raises the first failure, naming its file")
         .def("close", &ModelStream::close, "Cancels the loads still running and waits for them");
     m.def("stream_model", &start, nb::arg("model"), nb::arg("key").none() = nb::none(),
-          nb::arg("passphrase").none() = nb::none(), nb::arg("options"),
+          nb::arg("passphrase").none() = nb::none(), nb::arg("held_bytes") = held_limit_default, nb::arg("options"),
           "ringload/model_load.hpp's load_model of `model` (a folder or one file, or a list of files or URIs in "
-          "order) streamed: a ModelStream; the option table's Python rows as keyword arguments");
+          "order) streamed: a ModelStream; the option table's Python rows as keyword arguments; held_bytes: the "
+          "most bytes of tensors handed over but not yet taken before the loads wait (default 1 GiB)");
 }
 
 } // namespace ringload::python

@@ -105,7 +105,8 @@ Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions&
 // The same for a model's files given one by one (paths or URIs: the server loaders' `uri`),
 // in this order. With a signature the files must be local: their folder (model_folder, else
 // the first file's) is checked whole against the statement before any byte is read, each
-// file verified in its read and the folder's other files hashed after, as for a folder.
+// file verified in its read and the folder's other files hashed after, as for a folder; a list
+// of one file is loaded as load_model(file) loads it.
 Result<ModelLoaded> load_model(const std::vector<std::string>& files, const ModelLoadOptions& options);
 
 } // namespace ringload

@@ -166,7 +166,9 @@ SignatureCheck signature_of(const ModelLoadOptions& options) {
 
 // The signed model a list of files belongs to: their folder (ModelLoadOptions::model_folder,
 // else the first file's), opened whole, so that its file list is the statement's before any
-// byte is read, as for a folder given whole. `paths` become the files' local paths.
+// byte is read, as for a folder given whole; a list of one file is that file's load
+// (SignedModel::open_for_file: a signature of the file alone, or of its folder). `paths`
+// become the files' local paths.
 Result<std::shared_ptr<const SignedModel>> signed_list(std::vector<std::string>& paths,
                                                        const ModelLoadOptions& options) {
     for (std::string& path : paths) {
@@ -176,6 +178,9 @@ Result<std::shared_ptr<const SignedModel>> signed_list(std::vector<std::string>&
         }
         RL_TRY(local, local_path_of(path));
         path = std::move(local);
+    }
+    if (paths.size() == 1) { // as load_model(file): a signature of the file alone, or of its folder
+        return SignedModel::open_for_file(paths.front(), options.model_folder, signature_of(options));
     }
     std::string folder = options.model_folder;
     if (folder.empty()) {
@@ -263,7 +268,7 @@ Result<ModelLoaded> load_model(const std::vector<std::string>& files, const Mode
         RL_TRY(opened, signed_list(paths, options));
         signed_model = std::move(opened);
     }
-    return load_signed_or_not(paths, options, signed_model, true, started);
+    return load_signed_or_not(paths, options, signed_model, paths.size() > 1, started);
 }
 
 Result<ModelLoaded> load_model(const std::string& model, const ModelLoadOptions& options) {

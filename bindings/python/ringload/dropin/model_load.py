@@ -84,7 +84,9 @@ def stream_folder(model, device="cpu", dtype=None, *, encryption=None, **options
             the network and signature words, ...), checked with its words.
 
     Tensors come in the order they complete across the files; each keeps its file's memory
-    alive. Leaving the loop early (break, an exception, close()) cancels every file's load.
+    alive. The loads wait for a slow consumer once 1 GiB of tensors handed over are not taken
+    yet (the files read side by side would otherwise hold the whole model, on a GPU in device
+    memory). Leaving the loop early (break, an exception, close()) cancels every file's load.
     """
     stream = _ringload.stream_model(_model_given(model), **secret_kwargs(encryption), device=_ringload.device_text(device),
                                     dtype=dtype_name(dtype), **options)

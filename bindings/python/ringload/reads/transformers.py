@@ -126,7 +126,9 @@ class _Opened:
         """The engine's model-level call on this one file (load_files: ringload/model_load.hpp's
         load_model, as `ringload load` and diffusers' reads), torch tensors by name; the file's
         safe_open keeps its header for keys, metadata and partial slices."""
-        if self._args[1] not in ("pt", "torch"):
+        if self._args[1] not in ("pt", "torch") or self._options.get("signature") is not None:
+            # (A signed file's safe_open read and verified the whole file already: its tensors
+            # come from that read rather than from a second one.)
             before = self.file.total_bytes_read
             tensors = self.file.get_tensors()
             self.reads._add(bytes=self.file.total_bytes_read - before, placements=self.placement)
@@ -148,7 +150,7 @@ class _Opened:
     def _load_file(self, placement: str):
         from ..dropin.model_load import load_files
         filename, _, device = self._args
-        (loaded,) = load_files(filename, device=str(device), placement=placement, **self._options)
+        (loaded,) = load_files(filename, device=device, placement=placement, **self._options)
         return loaded
 
     def close(self) -> None:

@@ -21,10 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-}
+using testing::write_text;
 
 class CpuQuotaTest : public ::testing::Test {
 protected:
@@ -41,23 +38,23 @@ protected:
 };
 
 TEST_F(CpuQuotaTest, NoLimitIsNoQuota) {
-    write(dir_.path() / "cgroup", "1:cpu:/\n0::/\n");
-    write(dir_.path() / "cpu/cpu.cfs_quota_us", "-1\n");
-    write(dir_.path() / "cpu/cpu.cfs_period_us", "100000\n");
-    write(dir_.path() / "v2/cpu.max", "max 100000\n");
+    write_text(dir_.path() / "cgroup", "1:cpu:/\n0::/\n");
+    write_text(dir_.path() / "cpu/cpu.cfs_quota_us", "-1\n");
+    write_text(dir_.path() / "cpu/cpu.cfs_period_us", "100000\n");
+    write_text(dir_.path() / "v2/cpu.max", "max 100000\n");
     EXPECT_FALSE(cpu_quota(facts()));
-    write(dir_.path() / "cgroup", "garbage\n");
+    write_text(dir_.path() / "cgroup", "garbage\n");
     EXPECT_FALSE(cpu_quota(facts()));
 }
 
 TEST_F(CpuQuotaTest, TheTightestV1AncestorCounts) {
-    write(dir_.path() / "cgroup", "3:cpuset:/\n1:cpu:/kubepods/pod1/box\n");
-    write(dir_.path() / "cpu/cpu.cfs_quota_us", "-1\n");
-    write(dir_.path() / "cpu/cpu.cfs_period_us", "100000\n");
-    write(dir_.path() / "cpu/kubepods/pod1/cpu.cfs_quota_us", "100000\n"); // the pod: one CPU
-    write(dir_.path() / "cpu/kubepods/pod1/cpu.cfs_period_us", "100000\n");
-    write(dir_.path() / "cpu/kubepods/pod1/box/cpu.cfs_quota_us", "400000\n"); // its container: four
-    write(dir_.path() / "cpu/kubepods/pod1/box/cpu.cfs_period_us", "100000\n");
+    write_text(dir_.path() / "cgroup", "3:cpuset:/\n1:cpu:/kubepods/pod1/box\n");
+    write_text(dir_.path() / "cpu/cpu.cfs_quota_us", "-1\n");
+    write_text(dir_.path() / "cpu/cpu.cfs_period_us", "100000\n");
+    write_text(dir_.path() / "cpu/kubepods/pod1/cpu.cfs_quota_us", "100000\n"); // the pod: one CPU
+    write_text(dir_.path() / "cpu/kubepods/pod1/cpu.cfs_period_us", "100000\n");
+    write_text(dir_.path() / "cpu/kubepods/pod1/box/cpu.cfs_quota_us", "400000\n"); // its container: four
+    write_text(dir_.path() / "cpu/kubepods/pod1/box/cpu.cfs_period_us", "100000\n");
     const auto quota = cpu_quota(facts());
     ASSERT_TRUE(quota);
     EXPECT_DOUBLE_EQ(quota->cpus, 1.0);
@@ -65,16 +62,16 @@ TEST_F(CpuQuotaTest, TheTightestV1AncestorCounts) {
 }
 
 TEST_F(CpuQuotaTest, TheCpuCpuacctMountAndV2CpuMaxAreRead) {
-    write(dir_.path() / "cgroup", "2:cpu,cpuacct:/a\n");
-    write(dir_.path() / "cpu,cpuacct/a/cpu.cfs_quota_us", "50000\n");
-    write(dir_.path() / "cpu,cpuacct/a/cpu.cfs_period_us", "100000\n");
+    write_text(dir_.path() / "cgroup", "2:cpu,cpuacct:/a\n");
+    write_text(dir_.path() / "cpu,cpuacct/a/cpu.cfs_quota_us", "50000\n");
+    write_text(dir_.path() / "cpu,cpuacct/a/cpu.cfs_period_us", "100000\n");
     auto quota = cpu_quota(facts());
     ASSERT_TRUE(quota);
     EXPECT_DOUBLE_EQ(quota->cpus, 0.5);
 
-    write(dir_.path() / "cgroup", "0::/kubepods.slice/pod.scope\n");
-    write(dir_.path() / "v2/kubepods.slice/pod.scope/cpu.max", "150000 100000\n");
-    write(dir_.path() / "v2/kubepods.slice/cpu.max", "max 100000\n");
+    write_text(dir_.path() / "cgroup", "0::/kubepods.slice/pod.scope\n");
+    write_text(dir_.path() / "v2/kubepods.slice/pod.scope/cpu.max", "150000 100000\n");
+    write_text(dir_.path() / "v2/kubepods.slice/cpu.max", "max 100000\n");
     quota = cpu_quota(facts());
     ASSERT_TRUE(quota);
     EXPECT_DOUBLE_EQ(quota->cpus, 1.5);

@@ -16,10 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-}
+using testing::write_text;
 
 class MemoryRoomTest : public ::testing::Test {
 protected:
@@ -36,10 +33,11 @@ protected:
 };
 
 TEST_F(MemoryRoomTest, WithoutCgroupLimitsTheMachinesAvailableMemoryAndSwap) {
-    write(dir_.path() / "meminfo", "MemTotal:       24000000 kB\nMemAvailable:   1000 kB\nSwapFree:         24 kB\n");
-    write(dir_.path() / "cgroup", "4:memory:/\n0::/\n");
-    write(dir_.path() / "v1/memory.limit_in_bytes", "9223372036854771712\n"); // v1's "no limit"
-    write(dir_.path() / "v1/memory.usage_in_bytes", "5000\n");
+    write_text(dir_.path() / "meminfo",
+               "MemTotal:       24000000 kB\nMemAvailable:   1000 kB\nSwapFree:         24 kB\n");
+    write_text(dir_.path() / "cgroup", "4:memory:/\n0::/\n");
+    write_text(dir_.path() / "v1/memory.limit_in_bytes", "9223372036854771712\n"); // v1's "no limit"
+    write_text(dir_.path() / "v1/memory.usage_in_bytes", "5000\n");
     const auto room = memory_room(facts());
     ASSERT_TRUE(room);
     EXPECT_EQ(room->bytes, 1024u * 1024u);
@@ -47,13 +45,14 @@ TEST_F(MemoryRoomTest, WithoutCgroupLimitsTheMachinesAvailableMemoryAndSwap) {
 }
 
 TEST_F(MemoryRoomTest, TheTightestCgroupV1AncestorCountsAndItsFileCacheIsRoom) {
-    write(dir_.path() / "meminfo", "MemAvailable:   20000000 kB\n");
-    write(dir_.path() / "cgroup", "9:name=systemd:/\n4:cpu,memory:/pods/pod1\n");
-    write(dir_.path() / "v1/pods/pod1/memory.limit_in_bytes", "4000000000\n");
-    write(dir_.path() / "v1/pods/pod1/memory.usage_in_bytes", "1000000000\n");
-    write(dir_.path() / "v1/pods/memory.limit_in_bytes", "2000000000\n"); // the parent is tighter
-    write(dir_.path() / "v1/pods/memory.usage_in_bytes", "1500000000\n");
-    write(dir_.path() / "v1/pods/memory.stat", "cache 1\ntotal_inactive_file 300000000\ntotal_active_file 200000000\n");
+    write_text(dir_.path() / "meminfo", "MemAvailable:   20000000 kB\n");
+    write_text(dir_.path() / "cgroup", "9:name=systemd:/\n4:cpu,memory:/pods/pod1\n");
+    write_text(dir_.path() / "v1/pods/pod1/memory.limit_in_bytes", "4000000000\n");
+    write_text(dir_.path() / "v1/pods/pod1/memory.usage_in_bytes", "1000000000\n");
+    write_text(dir_.path() / "v1/pods/memory.limit_in_bytes", "2000000000\n"); // the parent is tighter
+    write_text(dir_.path() / "v1/pods/memory.usage_in_bytes", "1500000000\n");
+    write_text(dir_.path() / "v1/pods/memory.stat",
+               "cache 1\ntotal_inactive_file 300000000\ntotal_active_file 200000000\n");
     const auto room = memory_room(facts());
     ASSERT_TRUE(room);
     EXPECT_EQ(room->bytes, 1000000000u); // 2e9 - (1.5e9 - 0.5e9 of file cache)
@@ -62,13 +61,13 @@ TEST_F(MemoryRoomTest, TheTightestCgroupV1AncestorCountsAndItsFileCacheIsRoom) {
 }
 
 TEST_F(MemoryRoomTest, CgroupV2MemoryMaxAndItsMaxMeaningNone) {
-    write(dir_.path() / "meminfo", "MemAvailable:   20000000 kB\n");
-    write(dir_.path() / "cgroup", "0::/kubepods/burstable/pod9\n");
-    write(dir_.path() / "v2/kubepods/burstable/pod9/memory.max", "2147483648\n");
-    write(dir_.path() / "v2/kubepods/burstable/pod9/memory.current", "1073741824\n");
-    write(dir_.path() / "v2/kubepods/burstable/pod9/memory.stat", "anon 900000000\nfile 73741824\n");
-    write(dir_.path() / "v2/kubepods/memory.max", "max\n");
-    write(dir_.path() / "v2/kubepods/memory.current", "99999999999\n");
+    write_text(dir_.path() / "meminfo", "MemAvailable:   20000000 kB\n");
+    write_text(dir_.path() / "cgroup", "0::/kubepods/burstable/pod9\n");
+    write_text(dir_.path() / "v2/kubepods/burstable/pod9/memory.max", "2147483648\n");
+    write_text(dir_.path() / "v2/kubepods/burstable/pod9/memory.current", "1073741824\n");
+    write_text(dir_.path() / "v2/kubepods/burstable/pod9/memory.stat", "anon 900000000\nfile 73741824\n");
+    write_text(dir_.path() / "v2/kubepods/memory.max", "max\n");
+    write_text(dir_.path() / "v2/kubepods/memory.current", "99999999999\n");
     const auto room = memory_room(facts());
     ASSERT_TRUE(room);
     EXPECT_EQ(room->bytes, 2147483648u - (1073741824u - 73741824u));

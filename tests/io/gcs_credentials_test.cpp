@@ -34,11 +34,7 @@ std::string service_account_json(const std::string& email) {
            email + R"(", "token_uri": "http://127.0.0.1:1/token"})";
 }
 
-std::string write(const std::filesystem::path& path, const std::string& text) {
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-    return path.string();
-}
+using testing::write_text;
 
 NetworkOptions with_settings(std::map<std::string, std::string> settings) {
     NetworkOptions network;
@@ -50,7 +46,7 @@ NetworkOptions with_settings(std::map<std::string, std::string> settings) {
 
 TEST(GcsCredentials, AnonymousFlagWinsOverEverything) {
     TempDir dir;
-    const auto key = write(dir.path() / "sa.json", service_account_json("a@p.iam.gserviceaccount.com"));
+    const auto key = write_text(dir.path() / "sa.json", service_account_json("a@p.iam.gserviceaccount.com"));
     auto found = find_gcs_credentials(with_settings({{"gcs_anonymous", "true"}, {"gcs_credentials", key}}),
                                       env_of({{"GOOGLE_APPLICATION_CREDENTIALS", key}}));
     ASSERT_TRUE(found) << found.error().detail;
@@ -60,9 +56,9 @@ TEST(GcsCredentials, AnonymousFlagWinsOverEverything) {
 
 TEST(GcsCredentials, SettingThenEnvironmentThenGcloudFile) {
     TempDir dir;
-    const auto from_setting = write(dir.path() / "setting.json", service_account_json("setting@p"));
-    const auto from_env = write(dir.path() / "env.json", service_account_json("env@p"));
-    write(dir.path() / "home/.config/gcloud/application_default_credentials.json", service_account_json("adc@p"));
+    const auto from_setting = write_text(dir.path() / "setting.json", service_account_json("setting@p"));
+    const auto from_env = write_text(dir.path() / "env.json", service_account_json("env@p"));
+    write_text(dir.path() / "home/.config/gcloud/application_default_credentials.json", service_account_json("adc@p"));
     const std::string home = (dir.path() / "home").string();
 
     auto setting = find_gcs_credentials(with_settings({{"gcs_credentials", from_setting}}),
@@ -87,8 +83,8 @@ TEST(GcsCredentials, SettingThenEnvironmentThenGcloudFile) {
 
 TEST(GcsCredentials, CloudsdkConfigMovesGcloudsFolder) {
     TempDir dir;
-    write(dir.path() / "elsewhere/application_default_credentials.json", service_account_json("moved@p"));
-    write(dir.path() / "home/.config/gcloud/application_default_credentials.json", service_account_json("home@p"));
+    write_text(dir.path() / "elsewhere/application_default_credentials.json", service_account_json("moved@p"));
+    write_text(dir.path() / "home/.config/gcloud/application_default_credentials.json", service_account_json("home@p"));
     auto found = find_gcs_credentials({}, env_of({{"CLOUDSDK_CONFIG", (dir.path() / "elsewhere").string()},
                                                   {"HOME", (dir.path() / "home").string()}}));
     ASSERT_TRUE(found) << found.error().detail;
@@ -125,7 +121,7 @@ TEST(GcsCredentials, BadFilesNameTheFileAndQuoteNoSecret) {
     EXPECT_NE(missing.error().detail.find("GOOGLE_APPLICATION_CREDENTIALS (/no/such/sa.json)"), std::string::npos);
 
     const auto broken =
-        write(dir.path() / "broken.json", R"({"type":"service_account","private_key":"SECRETKEYBYTES")");
+        write_text(dir.path() / "broken.json", R"({"type":"service_account","private_key":"SECRETKEYBYTES")");
     auto unparsed = find_gcs_credentials(with_settings({{"gcs_credentials", broken}}), env_of({}));
     ASSERT_FALSE(unparsed);
     EXPECT_NE(unparsed.error().detail.find(broken), std::string::npos);

@@ -34,9 +34,7 @@ protected:
     }
 
     void write(const std::string& relative, const std::string& text) {
-        const auto path = home_.path() / relative;
-        std::filesystem::create_directories(path.parent_path());
-        std::ofstream(path) << text;
+        testing::write_text(home_.path() / relative, text);
     }
 
     Result<S3Config> resolve(const S3Options& options = {}, std::string_view bucket = "bucket") const {

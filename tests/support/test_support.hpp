@@ -75,6 +75,13 @@ private:
     std::filesystem::path path_;
 };
 
+// `text` as the file at `path`, its folders made first; the path, as text.
+inline std::string write_text(const std::filesystem::path& path, const std::string& text) {
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    return path.string();
+}
+
 inline std::filesystem::path write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

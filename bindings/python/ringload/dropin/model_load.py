@@ -48,10 +48,7 @@ def load_files(model, *, encryption=None, **options) -> List[FileLoad]:
         options["dtype"] = dtype_name(options["dtype"])
     files = []
     for path, loaded in _ringload.load_model(_model_given(model), **secret_kwargs(encryption), **options):
-        tensors = {}
-        for k in range(len(loaded)):
-            entry = Entry.from_tuple(loaded.row(k))  # as loaded: torch takes its dtype through to_torch
-            tensors[entry.name] = to_torch(loaded, k, entry.dtype, entry.shape)
+        tensors = dict(_named_tensor(loaded, k, loaded.row(k)) for k in range(len(loaded)))
         files.append(FileLoad(path, tensors, loaded.bytes_read, loaded.how))
     return files
 
@@ -88,8 +85,8 @@ def stream_folder(model, device="cpu", dtype=None, *, encryption=None, **options
     yet (the files read side by side would otherwise hold the whole model, on a GPU in device
     memory). Leaving the loop early (break, an exception, close()) cancels every file's load.
     """
-    stream = _ringload.stream_model(_model_given(model), **secret_kwargs(encryption), device=_ringload.device_text(device),
-                                    dtype=dtype_name(dtype), **options)
+    stream = _ringload.stream_model(_model_given(model), **secret_kwargs(encryption),
+                                    device=_ringload.device_text(device), dtype=dtype_name(dtype), **options)
     return _handed_over(stream)
 
 
@@ -107,7 +104,14 @@ def _handed_over(stream) -> Iterator[Tuple[str, object]]:
             if got is None:
                 return
             _, row, item = got
-            entry = Entry.from_tuple(row)  # the tensor as loaded: its dtype after dtype=
-            yield entry.name, to_torch(item, 0, entry.dtype, entry.shape)
+            yield _named_tensor(item, 0, row)
     finally:
         stream.close()
+
+
+def _named_tensor(loaded, k: int, row: tuple) -> Tuple[str, object]:
+    """(name, tensor) of tensor k of a load (a Loaded, or a streamed item's only tensor) from its
+    index row as loaded: its name as every entry point gives it, its dtype after dtype= (torch
+    takes it through to_torch)."""
+    entry = Entry.from_tuple(row)
+    return entry.name, to_torch(loaded, k, entry.dtype, entry.shape)
